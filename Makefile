@@ -1,0 +1,32 @@
+# The two commands the README promises, plus the pieces they are made of.
+# Every install step is idempotent: see scripts/install-tools.sh.
+
+.PHONY: run test build run-release build-release tools e2e
+
+# Build (debug, the fastest build) and start the dashboard on http://127.0.0.1:3000 with the
+# embedded SQLite database under data/, demo users and a demo caseload.
+run: build
+	./target/debug/bulkq serve --demo
+
+# Formatting, clippy, all Rust tests on SQLite and PostgreSQL, then the Playwright suite.
+test:
+	scripts/test.sh
+
+build:
+	scripts/install-tools.sh build
+	cargo leptos build
+
+# Optimised build (about 16 minutes cold): smaller WASM, faster server.
+build-release:
+	scripts/install-tools.sh release
+	PATH="$(CURDIR)/.tools/node_modules/.bin:$$PATH" cargo leptos build --release
+
+run-release: build-release
+	./target/release/bulkq serve --demo
+
+tools:
+	scripts/install-tools.sh test
+
+# Just the browser tests, against the current debug build.
+e2e:
+	scripts/e2e.sh

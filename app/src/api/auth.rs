@@ -1,0 +1,100 @@
+//! Signing in and out, and who is signed in.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// The signed-in user as pages see them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedInUser {
+    pub id: Uuid,
+    pub username: String,
+    pub display_name: String,
+    pub is_admin: bool,
+}
+
+/// Checks the credentials, starts a session for the user and sends the browser to the
+/// caseload.
+#[server(endpoint = "sign_in")]
+pub async fn sign_in(username: String, password: String) -> Result<(), AppError> {
+    use self::ssr_impl::*;
+    crate::api::ssr::respond(start_session(username, password)).await
+}
+
+/// Ends the session and sends the browser to the sign-in page.
+#[server(endpoint = "sign_out")]
+pub async fn sign_out() -> Result<(), AppError> {
+    use self::ssr_impl::*;
+    crate::api::ssr::respond(end_session()).await
+}
+
+/// The signed-in user, or `None` when no one is.
+#[server(endpoint = "current_user")]
+pub async fn get_current_user() -> Result<Option<SignedInUser>, AppError> {
+    crate::api::ssr::respond(async {
+        Ok(crate::api::ssr::current_user()
+            .await?
+            .map(ssr_impl::signed_in_user))
+    })
+    .await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr_impl {
+    use caseload::users::{Role, StaffUser};
+
+    use super::SignedInUser;
+    use crate::api::ssr::{SESSION_USER_ID, db, internal, session};
+    use crate::error::AppError;
+
+    /// Longest username or password accepted at sign-in; longer input is not a real attempt.
+    const MAX_CREDENTIAL_LEN: usize = 256;
+
+    pub async fn start_session(username: String, password: String) -> Result<(), AppError> {
+        if username.trim().is_empty() || password.is_empty() {
+            return Err(AppError::Invalid(
+                "Enter your username and password.".into(),
+            ));
+        }
+        if username.len() > MAX_CREDENTIAL_LEN || password.len() > MAX_CREDENTIAL_LEN {
+            return Err(AppError::BadCredentials);
+        }
+        let user = caseload::users::authenticate(&db()?, &username, &password)
+            .await?
+            .ok_or(AppError::BadCredentials)?;
+        let session = session().await?;
+        // A new id on sign-in, so a session id planted before sign-in is worthless after it.
+        session
+            .cycle_id()
+            .await
+            .map_err(|e| internal(format!("cycling the session id failed: {e}")))?;
+        session
+            .insert(SESSION_USER_ID, user.id)
+            .await
+            .map_err(|e| internal(format!("writing the session failed: {e}")))?;
+        tracing::info!(user = %user.username, "signed in");
+        leptos_axum::redirect("/");
+        Ok(())
+    }
+
+    pub async fn end_session() -> Result<(), AppError> {
+        session()
+            .await?
+            .flush()
+            .await
+            .map_err(|e| internal(format!("ending the session failed: {e}")))?;
+        leptos_axum::redirect("/login");
+        Ok(())
+    }
+
+    pub fn signed_in_user(user: StaffUser) -> SignedInUser {
+        SignedInUser {
+            id: user.id,
+            is_admin: user.role == Role::Admin,
+            username: user.username,
+            display_name: user.display_name,
+        }
+    }
+}

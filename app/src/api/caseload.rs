@@ -1,0 +1,130 @@
+//! Caseload search for the dashboard.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// People per caseload page.
+pub const PAGE_SIZE: u64 = 50;
+
+/// A caseload search as the page's URL carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseloadQuery {
+    /// Name or school id words (prefix match); empty for everyone.
+    pub q: String,
+    /// A program status code; empty for any.
+    pub status: String,
+    /// Zero-based page number.
+    pub page: u64,
+}
+
+/// One person in the caseload table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonRow {
+    pub id: Uuid,
+    pub school_id: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub program_status: String,
+}
+
+/// One page of the caseload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseloadPage {
+    pub people: Vec<PersonRow>,
+    pub total: u64,
+    pub page: u64,
+    pub page_size: u64,
+}
+
+impl CaseloadPage {
+    /// How many pages the whole result has (at least one, even when empty).
+    pub fn page_count(&self) -> u64 {
+        self.total.div_ceil(self.page_size).max(1)
+    }
+}
+
+/// A program status as pick lists show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramStatusOption {
+    pub code: String,
+    pub name: String,
+}
+
+/// Searches the caseload: people matching the query, 50 a page, in name order.
+#[server(endpoint = "search_caseload")]
+pub async fn search_caseload(query: CaseloadQuery) -> Result<CaseloadPage, AppError> {
+    crate::api::ssr::respond(ssr_impl::search(query)).await
+}
+
+/// The program statuses, in pick-list order.
+#[server(endpoint = "program_statuses")]
+pub async fn list_program_statuses() -> Result<Vec<ProgramStatusOption>, AppError> {
+    crate::api::ssr::respond(ssr_impl::program_statuses()).await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr_impl {
+    use caseload::search::{PageRequest, PersonFilter};
+
+    use super::*;
+    use crate::api::ssr::{db, require_user};
+
+    /// Longest search text accepted; anything longer is not a name.
+    const MAX_QUERY_LEN: usize = 200;
+
+    pub async fn search(query: CaseloadQuery) -> Result<CaseloadPage, AppError> {
+        require_user().await?;
+        if query.q.len() > MAX_QUERY_LEN {
+            return Err(AppError::Invalid(format!(
+                "The search text may have at most {MAX_QUERY_LEN} characters."
+            )));
+        }
+        let filter = PersonFilter {
+            name: Some(query.q.trim().to_owned()).filter(|q| !q.is_empty()),
+            program_status: Some(query.status).filter(|s| !s.is_empty()),
+            coach_id: None,
+        };
+        let page = caseload::search::search_people(
+            &db()?,
+            &filter,
+            PageRequest {
+                page: query.page,
+                page_size: PAGE_SIZE,
+            },
+        )
+        .await?;
+        Ok(CaseloadPage {
+            people: page
+                .people
+                .into_iter()
+                .map(|p| PersonRow {
+                    id: p.id,
+                    school_id: p.school_id,
+                    first_name: p.first_name,
+                    last_name: p.last_name,
+                    email: p.email,
+                    program_status: p.program_status,
+                })
+                .collect(),
+            total: page.total,
+            page: page.page,
+            page_size: page.page_size,
+        })
+    }
+
+    pub async fn program_statuses() -> Result<Vec<ProgramStatusOption>, AppError> {
+        require_user().await?;
+        Ok(caseload::statuses::list_program_statuses(&db()?)
+            .await?
+            .into_iter()
+            .map(|s| ProgramStatusOption {
+                code: s.code,
+                name: s.name,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,87 @@
+//! Server-side helpers shared by every server function: the application state in context,
+//! the signed-in user, and turning domain errors into [`AppError`]s with the right status.
+
+use caseload::users::StaffUser;
+use leptos::prelude::*;
+use leptos_axum::ResponseOptions;
+use sea_orm::DatabaseConnection;
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// The session key holding the signed-in staff user's id.
+pub const SESSION_USER_ID: &str = "user_id";
+
+/// What server functions need from the running server; provided as Leptos context by the
+/// server for both page rendering and server-function calls.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub db: DatabaseConnection,
+}
+
+/// The database connection from context.
+pub fn db() -> Result<DatabaseConnection, AppError> {
+    use_context::<AppState>()
+        .map(|state| state.db)
+        .ok_or_else(|| internal("AppState is missing from the Leptos context"))
+}
+
+/// The request's session.
+pub async fn session() -> Result<Session, AppError> {
+    leptos_axum::extract::<Session>()
+        .await
+        .map_err(|e| internal(format!("no session layer: {e}")))
+}
+
+/// The signed-in user, or `None` for an anonymous request.
+pub async fn current_user() -> Result<Option<StaffUser>, AppError> {
+    let session = session().await?;
+    let Some(user_id) = session
+        .get::<Uuid>(SESSION_USER_ID)
+        .await
+        .map_err(|e| internal(format!("reading the session failed: {e}")))?
+    else {
+        return Ok(None);
+    };
+    // The user may have been removed since signing in; then the session is worthless.
+    caseload::users::find_user(&db()?, user_id)
+        .await
+        .map_err(AppError::from)
+}
+
+/// The signed-in user, or [`AppError::Unauthenticated`].
+pub async fn require_user() -> Result<StaffUser, AppError> {
+    current_user().await?.ok_or(AppError::Unauthenticated)
+}
+
+/// Runs a server function's body and, when it fails, sets the response status to match the
+/// error, so API clients and the browser see a 4xx/5xx and not a 200 carrying an error.
+pub async fn respond<T>(body: impl Future<Output = Result<T, AppError>>) -> Result<T, AppError> {
+    let result = body.await;
+    if let Err(error) = &result
+        && let Some(response) = use_context::<ResponseOptions>()
+        && let Ok(status) = http::StatusCode::from_u16(error.status_code())
+    {
+        response.set_status(status);
+    }
+    result
+}
+
+/// Logs an internal failure in full and returns the generic error the user sees.
+pub fn internal(detail: impl std::fmt::Display) -> AppError {
+    tracing::error!(%detail, "internal error in a server function");
+    AppError::Internal
+}
+
+impl From<caseload::CaseloadError> for AppError {
+    fn from(error: caseload::CaseloadError) -> Self {
+        match error {
+            caseload::CaseloadError::Invalid(message) => AppError::Invalid(message),
+            caseload::CaseloadError::UsernameTaken(name) => {
+                AppError::Invalid(format!("the username {name:?} is already taken"))
+            }
+            other => internal(other),
+        }
+    }
+}

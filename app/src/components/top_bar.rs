@@ -1,0 +1,41 @@
+//! The bar across the top of every signed-in page: product name, navigation, the user and
+//! a sign-out button.
+
+use leptos::prelude::*;
+
+use crate::api::auth::{SignOut, get_current_user};
+
+/// Renders the top bar with the signed-in user's name and a sign-out button.
+#[component]
+pub fn TopBar() -> impl IntoView {
+    let user = Resource::new(|| (), |_| get_current_user());
+    let sign_out = ServerAction::<SignOut>::new();
+    view! {
+        <header class="top-bar">
+            <a class="brand" href="/">"bulkq"</a>
+            <nav aria-label="Main">
+                <a href="/">"Caseload"</a>
+            </nav>
+            <div class="who">
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        user.await
+                            .ok()
+                            .flatten()
+                            .map(|user| {
+                                view! {
+                                    <span class="user-name" data-testid="user-name">
+                                        {user.display_name}
+                                        {user.is_admin.then_some(" (admin)")}
+                                    </span>
+                                }
+                            })
+                    })}
+                </Transition>
+                <ActionForm action=sign_out>
+                    <button type="submit" class="secondary">"Sign out"</button>
+                </ActionForm>
+            </div>
+        </header>
+    }
+}

@@ -1,0 +1,68 @@
+//! The bulkq dashboard: Leptos pages rendered on the server and hydrated in the browser,
+//! and the server functions they call.
+//!
+//! # Layout
+//! - [`api`]: server functions, grouped by resource, and their wire types.
+//! - [`pages`]: one module per route.
+//! - [`components`]: pieces shared by several pages.
+//! - [`error`]: [`error::AppError`], the one error that crosses the wire.
+
+pub mod api;
+pub mod components;
+pub mod error;
+pub mod pages;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::StaticSegment;
+use leptos_router::components::{Route, Router, Routes};
+
+use crate::pages::{caseload::CaseloadPage, not_found::NotFound, sign_in::SignInPage};
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// The application: its stylesheet, title and routes.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    mark_hydrated();
+    view! {
+        <Stylesheet id="leptos" href="/pkg/bulkq.css" />
+        <Title text="bulkq" />
+        <Router>
+            <Routes fallback=NotFound>
+                <Route path=StaticSegment("") view=CaseloadPage />
+                <Route path=StaticSegment("login") view=SignInPage />
+            </Routes>
+        </Router>
+    }
+}
+
+/// Sets `data-hydrated` on `<body>` once the WASM has taken over the page. Effects run only
+/// in the browser, so the attribute tells tests (and curious people) that clicks now reach
+/// the app rather than the server-rendered HTML.
+fn mark_hydrated() {
+    Effect::new(move |_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+}

@@ -1,0 +1,23 @@
+//! A staff user: signs in to the dashboard, coaches people, submits bulk actions.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "staff_user")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    #[sea_orm(unique)]
+    pub username: String,
+    pub display_name: String,
+    /// `staff` or `admin`; see [`crate::users::Role`].
+    pub role: String,
+    /// An argon2 PHC string; the password itself is never stored.
+    pub password_hash: String,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

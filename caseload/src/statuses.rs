@@ -1,0 +1,16 @@
+//! Program statuses (the reference data is created by the migrations).
+
+use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder};
+
+use crate::CaseloadError;
+use crate::entity::program_status;
+
+/// Every program status, in pick-list order.
+pub async fn list_program_statuses<C: ConnectionTrait>(
+    db: &C,
+) -> Result<Vec<program_status::Model>, CaseloadError> {
+    Ok(program_status::Entity::find()
+        .order_by_asc(program_status::Column::SortOrder)
+        .all(db)
+        .await?)
+}

@@ -1,0 +1,231 @@
+//! Staff users: creation, roles and password checks.
+//!
+//! Passwords are hashed with argon2 (the `argon2` crate's default Argon2id parameters, which
+//! follow the OWASP recommendation). Hashing is deliberately slow, so it runs on tokio's
+//! blocking pool rather than stalling the async workers that serve requests.
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::entity::staff_user;
+
+/// What a staff user may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Searches the caseload and submits bulk actions; sees only their own tasks.
+    Staff,
+    /// Everything staff can do, plus queue health and repair of anyone's tasks.
+    Admin,
+}
+
+impl Role {
+    /// The value stored in `staff_user.role`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Staff => "staff",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = CaseloadError;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "staff" => Ok(Role::Staff),
+            "admin" => Ok(Role::Admin),
+            other => Err(CaseloadError::Invalid(format!(
+                "unknown role {other:?} (expected staff or admin)"
+            ))),
+        }
+    }
+}
+
+/// A staff user as the rest of the product sees them: never with the password hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaffUser {
+    pub id: Uuid,
+    pub username: String,
+    pub display_name: String,
+    pub role: Role,
+}
+
+impl TryFrom<staff_user::Model> for StaffUser {
+    type Error = CaseloadError;
+
+    fn try_from(row: staff_user::Model) -> Result<Self, Self::Error> {
+        Ok(StaffUser {
+            id: row.id,
+            role: row.role.parse()?,
+            username: row.username,
+            display_name: row.display_name,
+        })
+    }
+}
+
+/// What it takes to create a staff user.
+#[derive(Debug, Clone)]
+pub struct NewStaffUser {
+    pub username: String,
+    pub display_name: String,
+    pub role: Role,
+    pub password: String,
+}
+
+/// The shortest password `create_user` accepts.
+pub const MIN_PASSWORD_LEN: usize = 8;
+
+/// Creates a staff user with an argon2-hashed password.
+pub async fn create_user<C: ConnectionTrait>(
+    db: &C,
+    new: NewStaffUser,
+) -> Result<StaffUser, CaseloadError> {
+    let username = new.username.trim().to_owned();
+    if username.is_empty() || username.len() > 64 {
+        return Err(CaseloadError::Invalid(
+            "a username must have 1 to 64 characters".into(),
+        ));
+    }
+    if new.password.chars().count() < MIN_PASSWORD_LEN {
+        return Err(CaseloadError::Invalid(format!(
+            "a password must have at least {MIN_PASSWORD_LEN} characters"
+        )));
+    }
+    if find_by_username(db, &username).await?.is_some() {
+        return Err(CaseloadError::UsernameTaken(username));
+    }
+    let password_hash = hash_password(new.password).await?;
+    let row = staff_user::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        username: Set(username),
+        display_name: Set(new.display_name),
+        role: Set(new.role.as_str().to_owned()),
+        password_hash: Set(password_hash),
+        created_at: Set(chrono::Utc::now()),
+    }
+    .insert(db)
+    .await?;
+    row.try_into()
+}
+
+/// The user with these credentials, or `None` when the username or password is wrong.
+///
+/// An unknown username still costs one hash verification, so response time does not reveal
+/// which usernames exist.
+pub async fn authenticate<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    password: &str,
+) -> Result<Option<StaffUser>, CaseloadError> {
+    let row = find_by_username(db, username.trim()).await?;
+    let stored_hash = match &row {
+        Some(row) => row.password_hash.clone(),
+        None => unknown_user_hash().to_owned(),
+    };
+    let matches = verify_password(password.to_owned(), stored_hash).await?;
+    match row {
+        Some(row) if matches => Ok(Some(row.try_into()?)),
+        _ => Ok(None),
+    }
+}
+
+/// The user with this id, if they still exist.
+pub async fn find_user<C: ConnectionTrait>(
+    db: &C,
+    id: Uuid,
+) -> Result<Option<StaffUser>, CaseloadError> {
+    staff_user::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .map(StaffUser::try_from)
+        .transpose()
+}
+
+/// How many staff users exist (the demo set-up creates its users only into an empty table).
+pub async fn count_users<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
+    use sea_orm::PaginatorTrait;
+    Ok(staff_user::Entity::find().count(db).await?)
+}
+
+/// Ids of every staff user with the given role (the demo data assigns them as coaches).
+pub async fn ids_with_role<C: ConnectionTrait>(
+    db: &C,
+    role: Role,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    use sea_orm::QuerySelect;
+    Ok(staff_user::Entity::find()
+        .select_only()
+        .column(staff_user::Column::Id)
+        .filter(staff_user::Column::Role.eq(role.as_str()))
+        .into_tuple()
+        .all(db)
+        .await?)
+}
+
+async fn find_by_username<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+) -> Result<Option<staff_user::Model>, CaseloadError> {
+    Ok(staff_user::Entity::find()
+        .filter(staff_user::Column::Username.eq(username))
+        .one(db)
+        .await?)
+}
+
+async fn hash_password(password: String) -> Result<String, CaseloadError> {
+    run_blocking(move || {
+        let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .map_err(|e| CaseloadError::PasswordHash(e.to_string()))
+    })
+    .await
+}
+
+async fn verify_password(password: String, stored_hash: String) -> Result<bool, CaseloadError> {
+    run_blocking(move || {
+        let parsed = PasswordHash::new(&stored_hash)
+            .map_err(|e| CaseloadError::PasswordHash(e.to_string()))?;
+        Ok(Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok())
+    })
+    .await
+}
+
+/// A valid argon2 hash of a random secret, verified against when the username is unknown.
+fn unknown_user_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| {
+        let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
+        Argon2::default()
+            .hash_password(Uuid::new_v4().as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .unwrap_or_default()
+    })
+}
+
+async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CaseloadError> + Send + 'static,
+) -> Result<T, CaseloadError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| CaseloadError::PasswordHash(e.to_string()))?
+}
+
+/// A random 16-character alphanumeric password, for generated accounts.
+pub fn generate_password() -> String {
+    use rand::Rng;
+    rand::rng()
+        .sample_iter(rand::distr::Alphanumeric)
+        .take(16)
+        .map(char::from)
+        .collect()
+}

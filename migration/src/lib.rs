@@ -1,0 +1,23 @@
+//! Schema migrations for bulkq, applied at start-up and by `bulkq migrate`.
+//!
+//! One file per change, named `mYYYYMMDD_NNNNNN_what.rs`; every migration must run on both
+//! SQLite and PostgreSQL, so they are written with SeaQuery's schema builder and only fall
+//! back to backend-specific SQL where a feature (such as a partial index) needs it.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261121_000001_create_caseload;
+mod m20261121_000002_create_sessions;
+
+/// Every migration of the product, in the order they apply.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261121_000001_create_caseload::Migration),
+            Box::new(m20261121_000002_create_sessions::Migration),
+        ]
+    }
+}

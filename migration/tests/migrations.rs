@@ -1,0 +1,34 @@
+//! Every migration applies, rolls back and re-applies on both backends.
+
+use migration::{Migrator, MigratorTrait};
+use queue::testing::TestDatabase;
+
+queue::backend_tests!(Migrator => apply_roll_back_and_reapply);
+
+async fn apply_roll_back_and_reapply(db: TestDatabase) {
+    // TestDatabase::create has applied every migration; none may be left pending.
+    assert!(
+        Migrator::get_pending_migrations(&db.conn)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 6);
+
+    Migrator::down(&db.conn, None)
+        .await
+        .expect("roll back every migration");
+    assert_eq!(
+        Migrator::get_pending_migrations(&db.conn)
+            .await
+            .unwrap()
+            .len(),
+        Migrator::migrations().len()
+    );
+
+    Migrator::up(&db.conn, None)
+        .await
+        .expect("re-apply every migration");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 6);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 0);
+}

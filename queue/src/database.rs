@@ -1,0 +1,37 @@
+//! Opening a database connection with the settings the queue relies on.
+//!
+//! The queue's guarantees (an enqueue that committed is never lost, a claim is taken by one
+//! worker) rest on the database's own durability and locking, so the SQLite connection is
+//! opened in WAL mode (readers never block the single writer), with `synchronous = FULL`
+//! (a commit is on disk before it returns) and a busy timeout (writers queue up instead of
+//! failing with `SQLITE_BUSY`). PostgreSQL needs no special settings.
+
+use std::time::Duration;
+
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
+
+/// Connections in a pool unless the caller asks otherwise. SQLite has one writer at a time
+/// whatever the pool size; extra connections only serve concurrent readers (dashboards).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+
+/// How long a SQLite writer waits for the write lock before giving up with `SQLITE_BUSY`.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Opens a pool for `url` (`sqlite://…` or `postgres://…`).
+pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .max_connections(max_connections)
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(30))
+        .sqlx_logging(false)
+        .map_sqlx_sqlite_opts(|opts| {
+            opts.journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Full)
+                .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                .foreign_keys(true)
+        });
+    Database::connect(options).await
+}

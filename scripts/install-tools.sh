@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs the build and test tools bulkq needs, each only when it is missing or at the wrong
+# version, so a second run is fast and prints nothing.
+#
+#   scripts/install-tools.sh build     wasm32 target, cargo-leptos, wasm-bindgen-cli
+#   scripts/install-tools.sh release   the above plus wasm-opt (npm binaryen), for --release
+#   scripts/install-tools.sh test      the build tools plus Chromium and the Playwright packages
+#
+# Versions are pinned to what builds with this toolchain (see ARCHITECTURE.md, "Build").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.10 # 0.3.11 needs rustc 1.96
+BINARYEN_VERSION=132        # Debian's binaryen 108 produces a WASM that never hydrates
+
+say() { printf '[install] %s\n' "$*"; }
+
+wasm_target() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown && return
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+}
+
+cargo_leptos() {
+  if cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then return; fi
+  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (takes 15-35 minutes on 2 cores)"
+  # Thin LTO settings only shorten the tool's own build; the tool works the same.
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo install cargo-leptos --locked --version "$CARGO_LEPTOS_VERSION" --quiet
+}
+
+wasm_bindgen_cli() {
+  # The CLI must match the wasm-bindgen crate in Cargo.lock exactly.
+  local want
+  want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+  if wasm-bindgen --version 2>/dev/null | grep -q " $want\$"; then return; fi
+  say "installing wasm-bindgen-cli $want (about 6 minutes)"
+  # Not --locked: its lockfile pins a crate version the registry no longer has.
+  cargo install wasm-bindgen-cli --version "$want" --quiet
+}
+
+binaryen() {
+  [ -x .tools/node_modules/.bin/wasm-opt ] && return
+  say "installing wasm-opt (npm binaryen@$BINARYEN_VERSION) into .tools/"
+  npm install --silent --no-audit --no-fund --prefix .tools "binaryen@$BINARYEN_VERSION" >/dev/null
+}
+
+chromium() {
+  [ -x /usr/bin/chromium ] && return
+  say "installing Debian's chromium for the browser tests"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+
+playwright_packages() {
+  # Reinstall when package-lock.json changed since the last install.
+  if [ -d end2end/node_modules ] && [ end2end/node_modules/.package-lock.json -nt end2end/package-lock.json ]; then
+    return
+  fi
+  say "installing the Playwright packages (npm ci; browsers come from Debian, not npx playwright install)"
+  (cd end2end && npm ci --silent --no-audit --no-fund >/dev/null)
+}
+
+build_tools() { wasm_target; wasm_bindgen_cli; cargo_leptos; }
+
+case "${1:-build}" in
+  build) build_tools ;;
+  release) build_tools; binaryen ;;
+  test) build_tools; chromium; playwright_packages ;;
+  *) echo "usage: $0 [build|release|test]" >&2; exit 2 ;;
+esac

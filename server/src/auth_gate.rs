@@ -1,0 +1,54 @@
+//! Sends anonymous visitors of any page to the sign-in page, and signed-in visitors of the
+//! sign-in page to the caseload.
+//!
+//! Pages are gated here, once, rather than in each component, so a new page cannot forget it.
+//! Server functions are not redirected: they check the user themselves and answer 401, which
+//! is what an API client needs.
+
+use app::api::ssr::SESSION_USER_ID;
+use axum::extract::Request;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use tower_sessions::Session;
+use uuid::Uuid;
+
+/// Where anonymous visitors are sent.
+pub const SIGN_IN_PATH: &str = "/login";
+
+/// Paths anyone may fetch: health checks, the built assets and the server functions.
+fn is_public(path: &str) -> bool {
+    path == "/healthz"
+        || path == "/favicon.svg"
+        || path.starts_with("/pkg/")
+        || path.starts_with("/api/")
+}
+
+/// The middleware.
+pub async fn require_sign_in(session: Session, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if request.method() != Method::GET || is_public(path) {
+        return next.run(request).await;
+    }
+    let signed_in = matches!(session.get::<Uuid>(SESSION_USER_ID).await, Ok(Some(_)));
+    match (signed_in, path == SIGN_IN_PATH) {
+        (false, false) => Redirect::to(SIGN_IN_PATH).into_response(),
+        (true, true) => Redirect::to("/").into_response(),
+        _ => next.run(request).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_public;
+
+    #[test]
+    fn only_assets_health_and_server_functions_are_public() {
+        assert!(is_public("/healthz"));
+        assert!(is_public("/pkg/bulkq.wasm"));
+        assert!(is_public("/api/sign_in"));
+        assert!(!is_public("/"));
+        assert!(!is_public("/login"));
+        assert!(!is_public("/pkgs"));
+    }
+}

@@ -1,0 +1,222 @@
+//! What each subcommand does; `main` only parses the command line and dispatches here.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use app::api::ssr::AppState;
+use caseload::seed::{SeedOptions, seed_people};
+use caseload::users::{NewStaffUser, Role, create_user, generate_password};
+use migration::{Migrator, MigratorTrait};
+use sea_orm::DatabaseConnection;
+use tower_sessions::ExpiredDeletion;
+
+use crate::config::{CreateUserArgs, SeedArgs, ServeOptions};
+use crate::session_store::DatabaseSessionStore;
+use crate::{demo, site, web};
+
+/// How often expired sign-in sessions are deleted.
+const SESSION_CLEANUP_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Opens the database (creating a SQLite file's directory if needed) and brings its schema
+/// up to date.
+pub async fn open_database(database_url: &str) -> anyhow::Result<DatabaseConnection> {
+    if let Some(dir) = sqlite_directory(database_url) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the database directory {}", dir.display()))?;
+    }
+    let db = queue::database::connect(database_url, queue::database::DEFAULT_MAX_CONNECTIONS)
+        .await
+        .with_context(|| format!("opening the database {}", redact(database_url)))?;
+    Migrator::up(&db, None)
+        .await
+        .context("applying database migrations")?;
+    Ok(db)
+}
+
+/// `serve`: the dashboard and API until SIGINT/SIGTERM.
+pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
+    let db = open_database(database_url).await?;
+    if options.demo {
+        demo::ensure_demo_data(&db, options.demo_people).await?;
+    }
+    let site_root = site::site_root(options.site_root.as_deref());
+    if !site_root.join("pkg").is_dir() {
+        tracing::warn!(
+            site_root = %site_root.display(),
+            "no built site found (pkg/ is missing): pages will not hydrate; build with `make build`"
+        );
+    }
+    let leptos_options = site::leptos_options(&site_root, options.listen);
+    tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
+        db.clone(),
+    )));
+    let router = web::router(
+        AppState { db },
+        leptos_options,
+        &web::WebOptions {
+            secure_cookies: options.secure_cookies,
+        },
+    );
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("listening on {}", options.listen))?;
+    let address = listener.local_addr()?;
+    tracing::info!(%address, system_id = %options.system_id, "serving");
+    println!("bulkq is running at http://{address}");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving HTTP")?;
+    Ok(())
+}
+
+/// `migrate`.
+pub async fn migrate(database_url: &str) -> anyhow::Result<()> {
+    open_database(database_url).await?;
+    println!("The database schema is up to date.");
+    Ok(())
+}
+
+/// `seed --people N`.
+pub async fn seed(database_url: &str, args: SeedArgs) -> anyhow::Result<()> {
+    let db = open_database(database_url).await?;
+    let coaches = caseload::users::ids_with_role(&db, Role::Staff).await?;
+    let started = std::time::Instant::now();
+    let added = seed_people(
+        &db,
+        &SeedOptions {
+            people: args.people,
+            seed: args.seed,
+            coaches,
+        },
+    )
+    .await?;
+    println!(
+        "Added {added} people in {:.1} s.",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `create-user`.
+pub async fn create_user_command(database_url: &str, args: CreateUserArgs) -> anyhow::Result<()> {
+    let db = open_database(database_url).await?;
+    let role: Role = args.role.parse()?;
+    let (password, generated) = match args.password {
+        Some(password) => (password, false),
+        None => (generate_password(), true),
+    };
+    let user = create_user(
+        &db,
+        NewStaffUser {
+            display_name: args.display_name.unwrap_or_else(|| args.username.clone()),
+            username: args.username,
+            role,
+            password: password.clone(),
+        },
+    )
+    .await?;
+    println!("Created {} user {:?}.", role.as_str(), user.username);
+    if generated {
+        println!("Password: {password}");
+    }
+    Ok(())
+}
+
+/// Deletes expired sessions now and then, so the table does not grow without bound.
+async fn delete_expired_sessions(store: DatabaseSessionStore) {
+    let mut tick = tokio::time::interval(SESSION_CLEANUP_INTERVAL);
+    loop {
+        tick.tick().await;
+        if let Err(error) = store.delete_expired().await {
+            tracing::warn!(%error, "deleting expired sessions failed");
+        }
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
+
+/// The directory a `sqlite://PATH?...` URL's file lives in, if it names a file.
+fn sqlite_directory(database_url: &str) -> Option<&Path> {
+    let path = database_url.strip_prefix("sqlite://")?;
+    let path = path.split('?').next()?;
+    if path.is_empty() || path == ":memory:" {
+        return None;
+    }
+    Path::new(path)
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+}
+
+/// The URL without its password, for messages.
+fn redact(database_url: &str) -> String {
+    match (database_url.find("://"), database_url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &database_url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!(
+                    "{}{user}:***{}",
+                    &database_url[..scheme_end + 3],
+                    &database_url[at..]
+                ),
+                None => database_url.to_owned(),
+            }
+        }
+        _ => database_url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_sqlite_directory_to_create() {
+        assert_eq!(
+            sqlite_directory("sqlite://data/bulkq.db?mode=rwc"),
+            Some(Path::new("data"))
+        );
+        assert_eq!(
+            sqlite_directory("sqlite:///var/lib/bulkq/q.db"),
+            Some(Path::new("/var/lib/bulkq"))
+        );
+        assert_eq!(sqlite_directory("sqlite://bulkq.db"), None);
+        assert_eq!(sqlite_directory("sqlite::memory:"), None);
+        assert_eq!(sqlite_directory("postgres://h/db"), None);
+    }
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("sqlite://data/x.db"), "sqlite://data/x.db");
+    }
+}

@@ -1,0 +1,194 @@
+//! Command-line flags and environment variables (clap), for the server and its subcommands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The database used when neither `--database-url` nor `DATABASE_URL` says otherwise: an
+/// embedded SQLite file under `data/`, created on first start.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/bulkq.db?mode=rwc";
+
+/// bulkq: bulk actions on a caseload, run by a transactional task queue.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every subcommand understands.
+#[derive(Debug, Args)]
+pub struct GlobalOptions {
+    /// Database to use: `sqlite://PATH?mode=rwc` (embedded, the default) or
+    /// `postgres://USER@HOST:PORT/DB` (several nodes may share one PostgreSQL database).
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
+    pub database_url: String,
+    /// Log filter in tracing's `EnvFilter` syntax, e.g. `info` or `bulkq=debug,info`.
+    #[arg(long, env = "BULKQ_LOG", default_value = "info", global = true)]
+    pub log_level: String,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the web dashboard, the JSON API and the queue workers (the default).
+    Serve(ServeOptions),
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Add generated demo people to the caseload.
+    Seed(SeedArgs),
+    /// Create a staff or admin user who can sign in.
+    CreateUser(CreateUserArgs),
+}
+
+/// Options of `serve`.
+#[derive(Debug, Args, Clone)]
+pub struct ServeOptions {
+    /// Address and port to listen on.
+    #[arg(long, env = "BULKQ_LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: SocketAddr,
+    /// This node's name; with the start-up time it identifies the node in a cluster.
+    #[arg(long, env = "BULKQ_SYSTEM_ID", default_value = "bulkq")]
+    pub system_id: String,
+    /// Directory holding the built site (`pkg/` with the WASM, JS and CSS). Defaults to the
+    /// `site` directory beside the binary's build directory (`target/site`), so the server
+    /// finds it from any working directory.
+    #[arg(long, env = "LEPTOS_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+    /// On first start, create the demo users (printing their passwords) and demo people.
+    #[arg(long, env = "BULKQ_DEMO")]
+    pub demo: bool,
+    /// How many people the demo caseload gets on first start.
+    #[arg(long, env = "BULKQ_DEMO_PEOPLE", default_value_t = 10_000)]
+    pub demo_people: u64,
+    /// Mark the session cookie `Secure` (only sent over HTTPS); turn on behind TLS.
+    #[arg(long, env = "BULKQ_SECURE_COOKIES")]
+    pub secure_cookies: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        // The defaults clap would apply, for `bulkq` run without a subcommand.
+        let cli = Cli::parse_from(["bulkq", "serve"]);
+        match cli.command {
+            Some(Command::Serve(options)) => options,
+            _ => unreachable!("`serve` parses as the serve subcommand"),
+        }
+    }
+}
+
+/// Options of `seed`.
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    /// How many people to add.
+    #[arg(long)]
+    pub people: u64,
+    /// Random seed: the same seed adds the same people.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// Options of `create-user`.
+#[derive(Debug, Args)]
+pub struct CreateUserArgs {
+    /// The name to sign in with.
+    #[arg(long)]
+    pub username: String,
+    /// The name shown in the dashboard (defaults to the username).
+    #[arg(long)]
+    pub display_name: Option<String>,
+    /// `staff` or `admin`.
+    #[arg(long, default_value = "staff")]
+    pub role: String,
+    /// The password; a random one is generated and printed when omitted.
+    #[arg(long, env = "BULKQ_PASSWORD")]
+    pub password: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn no_arguments_means_serve_on_the_embedded_database() {
+        let cli = Cli::try_parse_from(["bulkq"]).unwrap();
+        assert!(cli.command.is_none());
+        let serve = ServeOptions::default();
+        assert_eq!(serve.listen, "127.0.0.1:3000".parse().unwrap());
+        assert_eq!(serve.system_id, "bulkq");
+        assert!(!serve.demo);
+        assert_eq!(serve.demo_people, 10_000);
+    }
+
+    #[test]
+    fn flags_override_defaults() {
+        let cli = Cli::try_parse_from([
+            "bulkq",
+            "--database-url",
+            "postgres://postgres@127.0.0.1/x",
+            "serve",
+            "--listen",
+            "0.0.0.0:8080",
+            "--system-id",
+            "node-a",
+            "--demo",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.database_url, "postgres://postgres@127.0.0.1/x");
+        let Some(Command::Serve(serve)) = cli.command else {
+            panic!("expected serve")
+        };
+        assert_eq!(serve.listen.port(), 8080);
+        assert_eq!(serve.system_id, "node-a");
+        assert!(serve.demo);
+    }
+
+    #[test]
+    fn subcommands_parse_their_arguments() {
+        let cli =
+            Cli::try_parse_from(["bulkq", "seed", "--people", "1000", "--seed", "7"]).unwrap();
+        let Some(Command::Seed(seed)) = cli.command else {
+            panic!("expected seed")
+        };
+        assert_eq!((seed.people, seed.seed), (1000, 7));
+
+        let cli = Cli::try_parse_from([
+            "bulkq",
+            "create-user",
+            "--username",
+            "kim",
+            "--role",
+            "admin",
+        ])
+        .unwrap();
+        let Some(Command::CreateUser(user)) = cli.command else {
+            panic!("expected create-user")
+        };
+        assert_eq!(
+            (user.username.as_str(), user.role.as_str()),
+            ("kim", "admin")
+        );
+    }
+
+    #[test]
+    fn bad_input_is_rejected_with_a_message() {
+        let error = Cli::try_parse_from(["bulkq", "serve", "--listen", "nowhere"]).unwrap_err();
+        assert!(error.to_string().contains("--listen"));
+        assert!(
+            Cli::try_parse_from(["bulkq", "seed"]).is_err(),
+            "--people is required"
+        );
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,18 @@
+//! The bulkq server: wires the dashboard, the JSON API and (soon) the queue runtime together.
+//! The logic lives in the `app`, `caseload` and `queue` crates; this crate only assembles them,
+//! so tests can reach everything without starting a process.
+//!
+//! # Layout
+//! - [`config`]: flags and environment (clap).
+//! - [`commands`]: what each subcommand does.
+//! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`session_store`]: sessions in
+//!   the database; [`site`]: finding the built site.
+//! - [`demo`]: the demo users and caseload.
+
+pub mod auth_gate;
+pub mod commands;
+pub mod config;
+pub mod demo;
+pub mod session_store;
+pub mod site;
+pub mod web;

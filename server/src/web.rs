@@ -1,0 +1,57 @@
+//! The HTTP surface: the Leptos pages and server functions, health checks and static files,
+//! behind the session layer and the sign-in gate.
+
+use app::api::ssr::AppState;
+use app::{App, shell};
+use axum::Router;
+use axum::routing::get;
+use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::auth_gate;
+use crate::session_store::DatabaseSessionStore;
+
+/// The session cookie's name.
+const SESSION_COOKIE: &str = "bulkq_session";
+/// A session ends after this long without a request.
+const SESSION_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
+
+/// How the web layer is set up.
+#[derive(Debug, Clone)]
+pub struct WebOptions {
+    /// Mark the session cookie `Secure` (HTTPS only).
+    pub secure_cookies: bool,
+}
+
+/// Builds the application's router.
+pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptions) -> Router {
+    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.db.clone()))
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(options.secure_cookies)
+        .with_expiry(Expiry::OnInactivity(SESSION_IDLE_TIMEOUT));
+    let routes = generate_route_list(App);
+    let context = move || provide_context(state.clone());
+    let render = {
+        let leptos_options = leptos_options.clone();
+        move || shell(leptos_options.clone())
+    };
+    Router::new()
+        .route("/healthz", get(healthz))
+        .leptos_routes_with_context(&leptos_options, routes, context, render)
+        .fallback(leptos_axum::file_and_error_handler(shell))
+        .layer(axum::middleware::from_fn(auth_gate::require_sign_in))
+        .layer(sessions)
+        .layer(TraceLayer::new_for_http())
+        .with_state(leptos_options)
+}
+
+/// Liveness: the process is up and serving HTTP.
+async fn healthz() -> &'static str {
+    "ok"
+}

@@ -1,0 +1,6 @@
+//! The server's HTTP surface, driven in-process through the axum `Router` against real
+//! databases on both backends.
+
+mod caseload_search;
+mod helpers;
+mod sign_in;

@@ -1,0 +1,73 @@
+use axum::http::{StatusCode, header};
+use migration::Migrator;
+use queue::testing::TestDatabase;
+
+use crate::helpers::*;
+
+queue::backend_tests!(Migrator => pages_need_a_session, sign_in_and_out, bad_credentials_are_refused);
+
+async fn pages_need_a_session(db: TestDatabase) {
+    let app = app(&db).await;
+    let (response, _) = send(&app, get("/healthz", None)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    let (response, _) = send(&app, get("/", None)).await;
+    assert!(response.status().is_redirection());
+    assert_eq!(response.headers()[header::LOCATION], "/login");
+
+    let (response, body) = send(&app, get("/login", None)).await;
+    assert_status(&response, &body, StatusCode::OK);
+    assert!(body.contains("Sign in to bulkq"), "{body}");
+}
+
+async fn sign_in_and_out(db: TestDatabase) {
+    let app = app(&db).await;
+    let cookie = sign_in(&app).await;
+    // The session lives in the database, so it survives a restart of the process.
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM web_session").await, 1);
+
+    let (response, body) = send(&app, get("/", Some(&cookie))).await;
+    assert_status(&response, &body, StatusCode::OK);
+    assert!(body.contains("Caseload"));
+    // A signed-in visitor of the sign-in page goes to the caseload.
+    let (response, _) = send(&app, get("/login", Some(&cookie))).await;
+    assert_eq!(response.headers()[header::LOCATION], "/");
+
+    let (response, body) = send(&app, post_form("/api/current_user", "", Some(&cookie))).await;
+    assert_status(&response, &body, StatusCode::OK);
+    assert!(body.contains("\"username\":\"sam\""), "{body}");
+
+    let (response, body) = send(&app, post_form("/api/sign_out", "", Some(&cookie))).await;
+    assert!(
+        response.status().is_success() || response.status().is_redirection(),
+        "{body}"
+    );
+    let (response, _) = send(&app, get("/", Some(&cookie))).await;
+    assert_eq!(response.headers()[header::LOCATION], "/login");
+}
+
+async fn bad_credentials_are_refused(db: TestDatabase) {
+    let app = app(&db).await;
+    for form in [
+        "username=sam&password=wrong",
+        "username=nobody&password=test-password",
+    ] {
+        let (response, body) = send(&app, post_form("/api/sign_in", form, None)).await;
+        assert_status(&response, &body, StatusCode::UNAUTHORIZED);
+        assert!(body.contains("BadCredentials"), "{body}");
+        assert!(session_cookie(&response).is_none());
+    }
+    let (response, body) = send(
+        &app,
+        post_form("/api/sign_in", "username=sam&password=", None),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
+    // A body the server function cannot decode is the client's fault: 4xx, not 500.
+    let (response, body) = send(&app, post_form("/api/sign_in", "%%%", None)).await;
+    assert!(
+        response.status().is_client_error(),
+        "{} {body}",
+        response.status()
+    );
+}
