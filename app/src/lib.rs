@@ -6,10 +6,12 @@
 //! - [`pages`]: one module per route.
 //! - [`components`]: pieces shared by several pages.
 //! - [`error`]: [`error::AppError`], the one error that crosses the wire.
+//! - [`format`]: numbers for people to read.
 
 pub mod api;
 pub mod components;
 pub mod error;
+pub mod format;
 pub mod pages;
 
 use leptos::prelude::*;

@@ -11,6 +11,7 @@ use crate::api::caseload::{
     CaseloadPage as Page, CaseloadQuery, PersonRow, list_program_statuses, search_caseload,
 };
 use crate::components::top_bar::TopBar;
+use crate::format;
 
 /// Renders the search form and one page of matching people.
 #[component]
@@ -82,7 +83,12 @@ fn Results(page: Page, query: CaseloadQuery) -> impl IntoView {
     }
     let first = page.page * page.page_size + 1;
     let last = first + page.people.len() as u64 - 1;
-    let summary = format!("{first}–{last} of {} people", page.total);
+    let summary = format!(
+        "{}–{} of {} people",
+        format::count(first),
+        format::count(last),
+        format::count(page.total)
+    );
     let pager = Pager(PagerProps {
         page: page.clone(),
         query,
@@ -127,7 +133,9 @@ fn Pager(page: Page, query: CaseloadQuery) -> impl IntoView {
     view! {
         <nav class="pager" aria-label="Pages">
             {(current > 0).then(|| view! { <a href=link(current - 1) rel="prev">"← Previous"</a> })}
-            <span>{format!("Page {} of {}", current + 1, page_count)}</span>
+            <span>
+                {format!("Page {} of {}", format::count(current + 1), format::count(page_count))}
+            </span>
             {(current + 1 < page_count)
                 .then(|| view! { <a href=link(current + 1) rel="next">"Next →"</a> })}
         </nav>
