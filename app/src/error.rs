@@ -19,6 +19,9 @@ pub enum AppError {
     /// Sign-in with a wrong username or password (deliberately not saying which).
     #[error("Wrong username or password.")]
     BadCredentials,
+    /// Too many sign-in attempts for one account in a short time.
+    #[error("Too many sign-in attempts. Please wait a minute and try again.")]
+    TooManyAttempts,
     /// The request was malformed; the message says what to fix.
     #[error("{0}")]
     Invalid(String),
@@ -37,6 +40,7 @@ impl AppError {
             AppError::Unauthenticated | AppError::BadCredentials => 401,
             AppError::Forbidden => 403,
             AppError::Invalid(_) => 422,
+            AppError::TooManyAttempts => 429,
             AppError::Internal => 500,
             AppError::Transport(_) => 400,
         }

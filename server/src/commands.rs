@@ -52,7 +52,7 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
         db.clone(),
     )));
     let router = web::router(
-        AppState { db },
+        AppState::new(db),
         leptos_options,
         &web::WebOptions {
             secure_cookies: options.secure_cookies,

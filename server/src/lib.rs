@@ -5,13 +5,14 @@
 //! # Layout
 //! - [`config`]: flags and environment (clap).
 //! - [`commands`]: what each subcommand does.
-//! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`session_store`]: sessions in
+//! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site checks; [`session_store`]: sessions in
 //!   the database; [`site`]: finding the built site.
 //! - [`demo`]: the demo users and caseload.
 
 pub mod auth_gate;
 pub mod commands;
 pub mod config;
+pub mod csrf;
 pub mod demo;
 pub mod session_store;
 pub mod site;

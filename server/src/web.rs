@@ -12,8 +12,8 @@ use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
-use crate::auth_gate;
 use crate::session_store::DatabaseSessionStore;
+use crate::{auth_gate, csrf};
 
 /// The session cookie's name.
 const SESSION_COOKIE: &str = "bulkq_session";
@@ -47,6 +47,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))
         .layer(sessions)
+        .layer(axum::middleware::from_fn(csrf::reject_cross_site_writes))
         .layer(TraceLayer::new_for_http())
         .with_state(leptos_options)
 }

@@ -46,7 +46,7 @@ mod ssr_impl {
     use caseload::users::{Role, StaffUser};
 
     use super::SignedInUser;
-    use crate::api::ssr::{SESSION_USER_ID, db, internal, session};
+    use crate::api::ssr::{SESSION_USER_ID, db, internal, session, state};
     use crate::error::AppError;
 
     /// Longest username or password accepted at sign-in; longer input is not a real attempt.
@@ -60,6 +60,10 @@ mod ssr_impl {
         }
         if username.len() > MAX_CREDENTIAL_LEN || password.len() > MAX_CREDENTIAL_LEN {
             return Err(AppError::BadCredentials);
+        }
+        if !state()?.login_throttle.allow(&username) {
+            tracing::warn!(user = %username.trim(), "sign-in attempts throttled");
+            return Err(AppError::TooManyAttempts);
         }
         let user = caseload::users::authenticate(&db()?, &username, &password)
             .await?

@@ -3,4 +3,6 @@
 pub mod auth;
 pub mod caseload;
 #[cfg(feature = "ssr")]
+pub mod login_throttle;
+#[cfg(feature = "ssr")]
 pub mod ssr;

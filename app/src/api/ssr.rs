@@ -18,13 +18,27 @@ pub const SESSION_USER_ID: &str = "user_id";
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub db: DatabaseConnection,
+    /// Sign-in attempts per username, shared by every request to this node.
+    pub login_throttle: std::sync::Arc<crate::api::login_throttle::LoginThrottle>,
+}
+
+impl AppState {
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self {
+            db,
+            login_throttle: Default::default(),
+        }
+    }
 }
 
 /// The database connection from context.
 pub fn db() -> Result<DatabaseConnection, AppError> {
-    use_context::<AppState>()
-        .map(|state| state.db)
-        .ok_or_else(|| internal("AppState is missing from the Leptos context"))
+    state().map(|state| state.db)
+}
+
+/// The application state from context.
+pub fn state() -> Result<AppState, AppError> {
+    use_context::<AppState>().ok_or_else(|| internal("AppState is missing from the Leptos context"))
 }
 
 /// The request's session.

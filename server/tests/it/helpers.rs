@@ -27,9 +27,7 @@ pub async fn app(db: &TestDatabase) -> Router {
     .unwrap();
     let options = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
     web::router(
-        AppState {
-            db: db.conn.clone(),
-        },
+        AppState::new(db.conn.clone()),
         options,
         &web::WebOptions {
             secure_cookies: false,

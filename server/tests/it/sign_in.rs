@@ -71,3 +71,54 @@ async fn bad_credentials_are_refused(db: TestDatabase) {
         response.status()
     );
 }
+
+queue::backend_tests!(Migrator => cross_site_posts_are_refused, repeated_failures_are_throttled);
+
+async fn cross_site_posts_are_refused(db: TestDatabase) {
+    let app = app(&db).await;
+    let form = format!("username=sam&password={PASSWORD}");
+    let mut forged = post_form("/api/sign_in", &form, None);
+    forged
+        .headers_mut()
+        .insert("sec-fetch-site", "cross-site".parse().unwrap());
+    let (response, _) = send(&app, forged).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert!(session_cookie(&response).is_none());
+
+    let mut forged = post_form("/api/sign_in", &form, None);
+    forged
+        .headers_mut()
+        .insert(header::ORIGIN, "https://evil.example".parse().unwrap());
+    forged
+        .headers_mut()
+        .insert(header::HOST, "127.0.0.1:3000".parse().unwrap());
+    assert_eq!(send(&app, forged).await.0.status(), StatusCode::FORBIDDEN);
+
+    let mut own = post_form("/api/sign_in", &form, None);
+    own.headers_mut()
+        .insert("sec-fetch-site", "same-origin".parse().unwrap());
+    let (response, body) = send(&app, own).await;
+    assert!(
+        session_cookie(&response).is_some(),
+        "{} {body}",
+        response.status()
+    );
+}
+
+async fn repeated_failures_are_throttled(db: TestDatabase) {
+    let app = app(&db).await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let (response, _) = send(
+            &app,
+            post_form("/api/sign_in", "username=sam&password=guess", None),
+        )
+        .await;
+        statuses.push(response.status().as_u16());
+    }
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 429]);
+    // Even the right password waits until the limit recovers.
+    let form = format!("username=sam&password={PASSWORD}");
+    let (response, body) = send(&app, post_form("/api/sign_in", &form, None)).await;
+    assert_status(&response, &body, StatusCode::TOO_MANY_REQUESTS);
+}
