@@ -135,8 +135,20 @@ async fn delete_expired_sessions(store: DatabaseSessionStore) {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM, starting a graceful shutdown; a second
+/// signal exits at once, for an operator who does not want to wait for the grace period.
 async fn shutdown_signal() {
+    next_signal().await;
+    tracing::info!("shutting down gracefully; a second signal exits at once");
+    tokio::spawn(async {
+        next_signal().await;
+        tracing::warn!("second signal: exiting now");
+        std::process::exit(130);
+    });
+}
+
+/// Resolves on the next SIGINT or SIGTERM.
+async fn next_signal() {
     let ctrl_c = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for Ctrl-C");
@@ -158,7 +170,6 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = terminate => {},
     }
-    tracing::info!("shutting down");
 }
 
 /// The directory a `sqlite://PATH?...` URL's file lives in, if it names a file.

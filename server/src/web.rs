@@ -4,10 +4,13 @@
 use app::api::ssr::AppState;
 use app::{App, shell};
 use axum::Router;
+use axum::http::StatusCode;
 use axum::routing::get;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
+use migration::{Migrator, MigratorTrait};
+use sea_orm::DatabaseConnection;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -29,6 +32,7 @@ pub struct WebOptions {
 
 /// Builds the application's router.
 pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptions) -> Router {
+    let readiness = state.db.clone();
     let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.db.clone()))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
@@ -43,6 +47,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     };
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(move || readyz(readiness.clone())))
         .leptos_routes_with_context(&leptos_options, routes, context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))
@@ -55,4 +60,24 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
 /// Liveness: the process is up and serving HTTP.
 async fn healthz() -> &'static str {
     "ok"
+}
+
+/// Readiness: the database answers and its schema is the one this binary expects, so a load
+/// balancer sends no traffic to a node that cannot serve it (or that runs ahead of a
+/// migration another node has not applied yet).
+async fn readyz(db: DatabaseConnection) -> (StatusCode, String) {
+    match Migrator::get_pending_migrations(&db).await {
+        Ok(pending) if pending.is_empty() => (StatusCode::OK, "ready".into()),
+        Ok(pending) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{} database migrations are pending", pending.len()),
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "readiness check: the database does not answer");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the database does not answer".into(),
+            )
+        }
+    }
 }

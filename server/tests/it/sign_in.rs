@@ -10,6 +10,8 @@ async fn pages_need_a_session(db: TestDatabase) {
     let app = app(&db).await;
     let (response, _) = send(&app, get("/healthz", None)).await;
     assert_eq!(response.status(), StatusCode::OK);
+    let (response, body) = send(&app, get("/readyz", None)).await;
+    assert_status(&response, &body, StatusCode::OK);
 
     let (response, _) = send(&app, get("/", None)).await;
     assert!(response.status().is_redirection());
