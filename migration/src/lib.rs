@@ -18,6 +18,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261121_000001_create_caseload::Migration),
             Box::new(m20261121_000002_create_sessions::Migration),
+            Box::new(queue::schema::m20261121_000010_create_queue::Migration),
         ]
     }
 }

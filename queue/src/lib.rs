@@ -1,10 +1,100 @@
-//! A persistent, transactional task queue on SeaORM (SQLite and PostgreSQL).
+//! A persistent, transactional task queue on SeaORM, for SQLite and PostgreSQL.
+//!
+//! Tasks are rows. A caller enqueues inside its own transaction, so a task exists exactly
+//! when the caller's writes do; a node's [`Runtime`] claims due tasks for its free executor
+//! slots in one statement, runs the registered [`TaskExecutor`], and records the outcome
+//! with a guarded UPDATE. Executors commit their work in batches together with a
+//! checkpoint, so a crash resumes after the last committed batch. Dead nodes are detected
+//! by heartbeat and their tasks rescued. The crate knows nothing about what tasks do.
+//!
+//! ```text
+//!   caller's transaction ──enqueue──► queue_task (QUEUED) ──pg_notify / in-process wake──┐
+//!                                                                                        ▼
+//!   Runtime: producer ──claim (≤ free slots)──► workers ──outcomes──► completer (batched)
+//!            heartbeat · rescuer · pruner · LISTEN relay (PostgreSQL)
+//! ```
+//!
+//! The state machine (all of it lives in [`state`]):
+//!
+//! ```text
+//!               enqueue (inside the caller's transaction)
+//!                     │
+//!    ┌──────────► QUEUED ──(run_at due; claimed)──► SCHEDULING ──(worker starts)──► EXECUTING
+//!    │              ▲  ▲                                 │                             │
+//!    │              │  └──── Retry: transient error, ────┴─────────────────────────────┤
+//!    │              │        panic or timeout with attempts left; rescue of a dead      ├─► COMPLETED
+//!    │              │        node (attempt spent)                                       │
+//!    │              └─────── HandBack: shutdown (attempt not spent) ◄───────────────────┤
+//!    │                                                                                  ├─► FAILURE
+//!    │                                                                                  └─► ERROR
+//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED
+//!        Abandon (admin): QUEUED / SCHEDULING / EXECUTING / FAILURE / ERROR ──► ABANDONED
+//! ```
+//!
+//! # Using it
+//! ```no_run
+//! # async fn example(db: sea_orm::DatabaseConnection) -> Result<(), queue::QueueError> {
+//! use queue::{Checkpoint, NewTask, Registry, Runtime, RuntimeConfig, Store, TaskContext,
+//!             TaskError, TaskExecutor};
+//!
+//! struct Hello;
+//! #[async_trait::async_trait]
+//! impl TaskExecutor for Hello {
+//!     async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
+//!         let state = serde_json::json!({ "done": true });
+//!         ctx.batch(move |_txn| Box::pin(async move { Ok(Checkpoint::new(state)) })).await
+//!     }
+//! }
+//!
+//! let store = Store::new(db);
+//! let mut registry = Registry::new();
+//! registry.register("example.hello", Hello);
+//! let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
+//!
+//! let mut txn = store.begin_queue().await?;
+//! // ... the caller's own writes on `&*txn` ...
+//! txn.enqueue(NewTask::new("example.hello", serde_json::json!({}), uuid::Uuid::nil())).await?;
+//! txn.commit().await?; // commits, then wakes the producers
+//!
+//! runtime.shutdown(std::time::Duration::from_secs(30)).await;
+//! # Ok(()) }
+//! ```
 //!
 //! # Layout
+//! - [`state`]: statuses, [`Transition`], the pure [`after_attempt`] decision.
+//! - [`task`]: the types callers pass and get back ([`NewTask`], [`Task`], [`QueueEvent`]…).
+//! - [`store`]: [`Store`], the only place SQL lives.
+//! - [`executor`]: [`TaskExecutor`], [`Registry`], [`TaskContext`].
+//! - [`runtime`]: [`Runtime`] and its services (producer, workers, completer, heartbeat,
+//!   rescuer, pruner, LISTEN relay).
+//! - [`schema`]: the migrations, for the host application's migrator.
+//! - [`clock`]: time as a dependency, for deterministic tests.
 //! - [`database`]: opening a connection with the settings the queue relies on.
-//! - `testing` (feature `testing`): throwaway databases and the both-backends test macro.
+//! - `testing` (feature `testing`): throwaway databases, the both-backends test macro,
+//!   factories.
 
+pub mod clock;
 pub mod database;
+pub mod error;
+pub mod executor;
+pub mod runtime;
+pub mod schema;
+pub mod state;
+pub mod store;
+pub mod task;
 
 #[cfg(feature = "testing")]
 pub mod testing;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{QueueError, TaskError};
+pub use executor::{BatchFuture, ComponentConfig, Registry, TaskContext, TaskExecutor};
+pub use runtime::{Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport};
+pub use state::{AttemptInfo, AttemptOutcome, RetryPolicy, TaskStatus, Transition, after_attempt};
+pub use store::claim::Checkpoint;
+pub use store::transition::Finish;
+pub use store::{NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams};
+pub use task::{
+    BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,
+    StatusCount, Task, TaskEvent, TaskFilter, TaskSelector,
+};

@@ -1,9 +1,13 @@
-//! Test support (feature `testing`): throwaway databases on both backends and the macro that
-//! runs one test body against each of them.
+//! Test support (feature `testing`): throwaway databases on both backends, the macro that
+//! runs one test body against each of them, factories, and executors for tests.
 
 mod database;
+mod executors;
+mod support;
 
 pub use database::{Backend, TestDatabase, postgres_admin_url};
+pub use executors::ItemsExecutor;
+pub use support::{create_effect_table, fast_config, wait_until};
 
 /// Defines, for each named `async fn name(db: TestDatabase)`, a module `name` with two tests,
 /// `sqlite` and `postgres`, each running the body against a fresh, migrated database of that
@@ -14,9 +18,6 @@ macro_rules! backend_tests {
     ($migrator:ty => $($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn sqlite() {
                     let db = $crate::testing::TestDatabase::create::<$migrator>(

@@ -1,0 +1,232 @@
+//! What a task does: the [`TaskExecutor`] trait, the [`Registry`] that maps component names
+//! to executors, and the [`TaskContext`] an executor works through.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::DatabaseTransaction;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::error::TaskError;
+use crate::runtime::inflight::{CancelReason, RunningTask};
+use crate::state::RetryPolicy;
+use crate::store::Store;
+use crate::store::claim::Checkpoint;
+use crate::task::Task;
+
+/// The work of one component. Implementations must tolerate being run again after a crash:
+/// everything committed through [`TaskContext::batch`] stays done, and the checkpoint tells
+/// where to resume; anything done outside a batch may be repeated.
+#[async_trait::async_trait]
+pub trait TaskExecutor: Send + Sync + 'static {
+    async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError>;
+}
+
+/// How the runtime treats a component's tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentConfig {
+    pub retry: RetryPolicy,
+    /// An attempt running longer is cancelled and counts as a transient failure. Default
+    /// [`ComponentConfig::TIMEOUT_DEFAULT`] (1 h): generous for bulk work over a million
+    /// rows, yet a hung task does not hold its slot forever.
+    pub timeout: Duration,
+}
+
+impl ComponentConfig {
+    pub const TIMEOUT_DEFAULT: Duration = Duration::from_secs(3600);
+}
+
+impl Default for ComponentConfig {
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy::default(),
+            timeout: Self::TIMEOUT_DEFAULT,
+        }
+    }
+}
+
+/// A registered executor with its configuration.
+#[derive(Clone)]
+pub(crate) struct Registered {
+    pub executor: Arc<dyn TaskExecutor>,
+    pub config: ComponentConfig,
+}
+
+/// Executors by component name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    executors: HashMap<String, Registered>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `executor` for `component` with the default [`ComponentConfig`].
+    pub fn register(
+        &mut self,
+        component: impl Into<String>,
+        executor: impl TaskExecutor,
+    ) -> &mut Self {
+        self.register_with(component, executor, ComponentConfig::default())
+    }
+
+    /// Registers `executor` for `component`; a second registration replaces the first.
+    pub fn register_with(
+        &mut self,
+        component: impl Into<String>,
+        executor: impl TaskExecutor,
+        config: ComponentConfig,
+    ) -> &mut Self {
+        self.executors.insert(
+            component.into(),
+            Registered {
+                executor: Arc::new(executor),
+                config,
+            },
+        );
+        self
+    }
+
+    /// The registered component names.
+    pub fn components(&self) -> impl Iterator<Item = &str> {
+        self.executors.keys().map(String::as_str)
+    }
+
+    pub(crate) fn get(&self, component: &str) -> Option<&Registered> {
+        self.executors.get(component)
+    }
+}
+
+/// The future a batch closure returns; boxed because it borrows the transaction, the same
+/// shape as SeaORM's `TransactionTrait::transaction`.
+pub type BatchFuture<'t> = Pin<Box<dyn Future<Output = Result<Checkpoint, TaskError>> + Send + 't>>;
+
+/// An executor's view of its task and its way to commit work.
+pub struct TaskContext {
+    store: Store,
+    /// The row as claimed, with the checkpoint and progress of the last committed batch.
+    task: Task,
+    running: Arc<RunningTask>,
+}
+
+impl TaskContext {
+    pub(crate) fn new(store: Store, task: Task, running: Arc<RunningTask>) -> Self {
+        Self {
+            store,
+            task,
+            running,
+        }
+    }
+
+    pub fn task_id(&self) -> Uuid {
+        self.task.id
+    }
+
+    pub fn component(&self) -> &str {
+        &self.task.execution_component_name
+    }
+
+    /// The unit of work, as enqueued.
+    pub fn spec(&self) -> &serde_json::Value {
+        &self.task.execution_spec
+    }
+
+    /// The checkpoint of the last committed batch (`{}` before the first).
+    pub fn checkpoint(&self) -> &serde_json::Value {
+        &self.task.execution_state
+    }
+
+    /// Whose permissions the work runs with.
+    pub fn run_as_id(&self) -> Uuid {
+        self.task.run_as_id
+    }
+
+    pub fn owner_id(&self) -> Uuid {
+        self.task.owner_id
+    }
+
+    /// This attempt's number (1 for the first).
+    pub fn attempt(&self) -> i32 {
+        self.task.attempt
+    }
+
+    pub fn progress_done(&self) -> i64 {
+        self.task.progress_done
+    }
+
+    pub fn progress_total(&self) -> Option<i64> {
+        self.task.progress_total
+    }
+
+    /// Fires when the work should stop: shutdown, timeout, or the task was taken away
+    /// (abandoned, rescued). Long steps outside batches should watch it.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.running.token
+    }
+
+    /// Runs `work` in a transaction and commits it together with the [`Checkpoint`] it
+    /// returns, so a crash leaves either the whole batch and its checkpoint or neither.
+    ///
+    /// The commit is guarded by the claim: if the task was rescued or abandoned meanwhile,
+    /// everything rolls back, the cancellation token fires and this returns
+    /// [`TaskError::Cancelled`]. It also returns `Cancelled`, without running `work`, once the
+    /// token has fired. An error from `work` rolls the batch back and is returned as is.
+    pub async fn batch<F>(&mut self, work: F) -> Result<(), TaskError>
+    where
+        F: for<'t> FnOnce(&'t DatabaseTransaction) -> BatchFuture<'t> + Send,
+    {
+        if self.running.token.is_cancelled() {
+            return Err(TaskError::Cancelled);
+        }
+        let txn = self.store.begin_write().await?;
+        let checkpoint = work(&txn).await?;
+        let now = self.store.clock().now();
+        let saved = self
+            .store
+            .task_checkpoint_if_executing(
+                &txn,
+                self.task.id,
+                self.task.lease_version,
+                &checkpoint,
+                now,
+            )
+            .await
+            .map_err(TaskError::transient)?;
+        match saved {
+            Some(row) => {
+                txn.commit().await?;
+                self.store.publish(std::slice::from_ref(&row));
+                self.task = row;
+                Ok(())
+            }
+            None => {
+                // Dropping the transaction rolls the batch back.
+                drop(txn);
+                self.running.cancel(CancelReason::LeaseLost);
+                Err(TaskError::Cancelled)
+            }
+        }
+    }
+
+    /// Stores progress (and keeps the checkpoint) outside a batch of work, e.g. the total
+    /// once it is known.
+    pub async fn report_progress(
+        &mut self,
+        done: i64,
+        total: Option<i64>,
+    ) -> Result<(), TaskError> {
+        let checkpoint = Checkpoint {
+            state: self.task.execution_state.clone(),
+            progress_done: Some(done),
+            progress_total: total,
+        };
+        self.batch(move |_| Box::pin(async move { Ok(checkpoint) }))
+            .await
+    }
+}

@@ -1,0 +1,46 @@
+//! The heartbeat keeps this node's `queue_node` row fresh (so no other node rescues its
+//! tasks) and checks that the node still holds the tasks it runs: an attempt whose task was
+//! abandoned or rescued meanwhile has its cancellation token fired, so even an executor that
+//! never commits a batch hears about it.
+
+use std::time::Duration;
+
+use super::inflight::{CancelReason, InFlight};
+use crate::error::QueueError;
+use crate::store::{NodeIdentity, Store};
+
+/// Default [`crate::RuntimeConfig::heartbeat_interval`]: a few round trips a minute per node;
+/// also how soon a running task notices an admin's abandon at the latest.
+pub const HEARTBEAT_INTERVAL_DEFAULT: Duration = Duration::from_secs(5);
+
+pub(crate) struct Heartbeat {
+    pub store: Store,
+    pub node: NodeIdentity,
+    pub inflight: InFlight,
+}
+
+/// What one heartbeat did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeartbeatOutcome {
+    /// Running attempts whose claim turned out to be gone (now cancelled).
+    pub lost: usize,
+}
+
+impl Heartbeat {
+    pub async fn run_once(&self) -> Result<HeartbeatOutcome, QueueError> {
+        self.store
+            .node_heartbeat(&self.node, self.store.clock().now())
+            .await?;
+        let claims = self.inflight.claims();
+        let held = self.store.task_get_held(&claims).await?;
+        let mut lost = 0;
+        for (id, lease_version) in claims {
+            if !held.contains(&id) {
+                self.inflight
+                    .cancel(id, lease_version, CancelReason::LeaseLost);
+                lost += 1;
+            }
+        }
+        Ok(HeartbeatOutcome { lost })
+    }
+}

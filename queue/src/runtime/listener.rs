@@ -1,0 +1,58 @@
+//! PostgreSQL only: LISTENs for wake-ups (tasks enqueued or requeued by any node) and for
+//! task events published by other nodes, and relays them in-process.
+
+use std::time::Duration;
+
+use sea_orm::sqlx::postgres::PgListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::Store;
+use crate::store::history::{EVENT_CHANNEL, RemoteEvents, WAKE_CHANNEL};
+
+/// Pause before reconnecting after the listening connection failed.
+const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
+
+pub(crate) struct Listener {
+    pub store: Store,
+    pub stop: CancellationToken,
+}
+
+impl Listener {
+    pub async fn run(self) {
+        while !self.stop.is_cancelled() {
+            if let Err(error) = self.listen().await {
+                tracing::warn!(%error, "LISTEN connection failed; reconnecting");
+                tokio::select! {
+                    () = self.stop.cancelled() => {}
+                    () = tokio::time::sleep(RECONNECT_BACKOFF) => {}
+                }
+            }
+        }
+    }
+
+    /// Listens until stopped or the connection fails.
+    async fn listen(&self) -> Result<(), sea_orm::sqlx::Error> {
+        let pool = self.store.db().get_postgres_connection_pool();
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen_all([WAKE_CHANNEL, EVENT_CHANNEL]).await?;
+        // Anything enqueued while not listening was missed: look once.
+        self.store.notify_committed();
+        loop {
+            let notification = tokio::select! {
+                () = self.stop.cancelled() => return Ok(()),
+                notification = listener.recv() => notification?,
+            };
+            if notification.channel() == WAKE_CHANNEL {
+                self.store.notify_committed();
+                continue;
+            }
+            match serde_json::from_str::<RemoteEvents>(notification.payload()) {
+                Ok(remote) if remote.origin != self.store.origin() => {
+                    self.store.publish_remote(remote.events);
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "unreadable task event notification"),
+            }
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! The long-lived side of the queue: one [`Runtime`] per process runs the producer (claims
+//! tasks for free executor slots), the workers, the completer (batched outcomes), the
+//! heartbeat, the rescuer, the pruner and, on PostgreSQL, the LISTEN relay.
+//!
+//! # Shutdown
+//! [`RuntimeHandle::shutdown`] has two stages. First the producer stops claiming and the
+//! running tasks get the grace period to finish. Then whatever still runs is cancelled
+//! (its token fires; after `cancel_grace` it is aborted, rolling back its open batch) and
+//! handed back to QUEUED without spending an attempt. The completer applies the last
+//! outcomes before the node removes its heartbeat row.
+
+mod completer;
+mod heartbeat;
+pub(crate) mod inflight;
+mod listener;
+mod producer;
+mod pruner;
+mod rescuer;
+mod worker;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::DbBackend;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use heartbeat::HEARTBEAT_INTERVAL_DEFAULT;
+pub use pruner::{PRUNE_INTERVAL_DEFAULT, RETENTION_DEFAULT};
+pub use rescuer::{NODE_TIMEOUT_DEFAULT, RESCUE_INTERVAL_DEFAULT};
+
+use crate::error::QueueError;
+use crate::executor::Registry;
+use crate::store::{NodeIdentity, RescueOutcome, Store};
+use completer::Completer;
+use heartbeat::Heartbeat;
+use inflight::{CancelReason, InFlight};
+use listener::Listener;
+use producer::Producer;
+use pruner::Pruner;
+use rescuer::Rescuer;
+use worker::Worker;
+
+/// Default [`RuntimeConfig::workers`].
+pub const WORKERS_DEFAULT: usize = 16;
+/// Default [`RuntimeConfig::sweep_interval`].
+pub const SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
+/// Default [`RuntimeConfig::cancel_grace`].
+pub const CANCEL_GRACE_DEFAULT: Duration = Duration::from_secs(5);
+/// Default [`RuntimeConfig::completion_batch`].
+pub const COMPLETION_BATCH_DEFAULT: usize = 256;
+
+/// How a node runs the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeConfig {
+    /// This node's stable identity (e.g. the host name); the node id of each start is
+    /// `<system_id>-<startup timestamp>`. Default `"bulkq"`.
+    pub system_id: String,
+    /// Executor slots: tasks this node runs at once. Default [`WORKERS_DEFAULT`] (16).
+    pub workers: usize,
+    /// How long the producer sleeps without a wake-up before looking for due tasks anyway:
+    /// the safety net for a missed notification. Default [`SWEEP_INTERVAL_DEFAULT`] (1 s).
+    pub sweep_interval: Duration,
+    /// Default [`HEARTBEAT_INTERVAL_DEFAULT`] (5 s).
+    pub heartbeat_interval: Duration,
+    /// A node without a heartbeat for this long is dead and its tasks are rescued. Must be
+    /// well above the heartbeat interval. Default [`NODE_TIMEOUT_DEFAULT`] (30 s).
+    pub node_timeout: Duration,
+    /// Default [`RESCUE_INTERVAL_DEFAULT`] (15 s).
+    pub rescue_interval: Duration,
+    /// Default [`PRUNE_INTERVAL_DEFAULT`] (10 min).
+    pub prune_interval: Duration,
+    /// Finished tasks older than this are deleted. Default [`RETENTION_DEFAULT`] (7 days).
+    pub retention: Duration,
+    /// How long a cancelled executor may take to stop before it is aborted. Default
+    /// [`CANCEL_GRACE_DEFAULT`] (5 s): enough to finish committing a batch.
+    pub cancel_grace: Duration,
+    /// Outcomes applied per transaction at most. Default [`COMPLETION_BATCH_DEFAULT`].
+    pub completion_batch: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            system_id: "bulkq".to_owned(),
+            workers: WORKERS_DEFAULT,
+            sweep_interval: SWEEP_INTERVAL_DEFAULT,
+            heartbeat_interval: HEARTBEAT_INTERVAL_DEFAULT,
+            node_timeout: NODE_TIMEOUT_DEFAULT,
+            rescue_interval: RESCUE_INTERVAL_DEFAULT,
+            prune_interval: PRUNE_INTERVAL_DEFAULT,
+            retention: RETENTION_DEFAULT,
+            cancel_grace: CANCEL_GRACE_DEFAULT,
+            completion_batch: COMPLETION_BATCH_DEFAULT,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Rejects settings the runtime cannot work with.
+    pub fn validate(&self) -> Result<(), QueueError> {
+        let invalid = |reason: &str| Err(QueueError::Invalid(reason.to_owned()));
+        if self.system_id.is_empty() {
+            return invalid("system_id must not be empty");
+        }
+        if self.workers == 0 || self.workers > Semaphore::MAX_PERMITS {
+            return invalid("workers must be between 1 and the semaphore limit");
+        }
+        if self.completion_batch == 0 {
+            return invalid("completion_batch must be at least 1");
+        }
+        if self.node_timeout < self.heartbeat_interval * 2 {
+            return invalid("node_timeout must be at least twice the heartbeat interval");
+        }
+        let zero = [
+            self.sweep_interval,
+            self.heartbeat_interval,
+            self.rescue_interval,
+            self.prune_interval,
+        ];
+        if zero.contains(&Duration::ZERO) {
+            return invalid("intervals must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// Starts the queue services of this node.
+pub struct Runtime;
+
+impl Runtime {
+    /// Registers this node (first heartbeat), rescues what dead nodes and earlier
+    /// incarnations of this node left behind, and starts the services.
+    pub async fn start(
+        config: RuntimeConfig,
+        store: Store,
+        registry: Registry,
+    ) -> Result<RuntimeHandle, QueueError> {
+        config.validate()?;
+        let node = NodeIdentity::new(config.system_id.clone(), store.clock().now());
+        let node_id: Arc<str> = Arc::from(node.node_id.as_str());
+        let inflight = InFlight::default();
+        let heartbeat = Heartbeat {
+            store: store.clone(),
+            node: node.clone(),
+            inflight: inflight.clone(),
+        };
+        heartbeat.run_once().await?;
+        let rescuer = Rescuer {
+            store: store.clone(),
+            node: node.clone(),
+            node_timeout: config.node_timeout,
+        };
+        let rescued = rescuer.run_once().await?;
+        let (heartbeat, rescuer) = (Arc::new(heartbeat), Arc::new(rescuer));
+
+        let stop_claiming = CancellationToken::new();
+        let stop_services = CancellationToken::new();
+        let (completions, outcomes) = mpsc::channel(config.completion_batch * 4);
+        let completer = tokio::spawn(
+            Completer {
+                store: store.clone(),
+                outcomes,
+                batch_max: config.completion_batch,
+                node_id: node_id.clone(),
+            }
+            .run(),
+        );
+        let tracker = TaskTracker::new();
+        let producer = tokio::spawn(
+            Producer {
+                store: store.clone(),
+                worker: Worker {
+                    store: store.clone(),
+                    registry: Arc::new(registry),
+                    inflight: inflight.clone(),
+                    completions,
+                    cancel_grace: config.cancel_grace,
+                    node_id,
+                },
+                slots: Arc::new(Semaphore::new(config.workers)),
+                tracker: tracker.clone(),
+                sweep_interval: config.sweep_interval,
+                stop: stop_claiming.clone(),
+            }
+            .run(),
+        );
+
+        let mut services = vec![
+            spawn_every(
+                config.heartbeat_interval,
+                &stop_services,
+                "heartbeat",
+                move || {
+                    let heartbeat = heartbeat.clone();
+                    async move { heartbeat.run_once().await.map(drop) }
+                },
+            ),
+            spawn_every(
+                config.rescue_interval,
+                &stop_services,
+                "rescuer",
+                move || {
+                    let rescuer = rescuer.clone();
+                    async move { rescuer.run_once().await.map(drop) }
+                },
+            ),
+        ];
+        let pruner = Arc::new(Pruner {
+            store: store.clone(),
+            retention: config.retention,
+        });
+        services.push(spawn_every(
+            config.prune_interval,
+            &stop_services,
+            "pruner",
+            move || {
+                let pruner = pruner.clone();
+                async move { pruner.run_once().await.map(drop) }
+            },
+        ));
+        if store.backend() == DbBackend::Postgres {
+            services.push(tokio::spawn(
+                Listener {
+                    store: store.clone(),
+                    stop: stop_services.clone(),
+                }
+                .run(),
+            ));
+        }
+
+        Ok(RuntimeHandle {
+            store,
+            node,
+            rescued_at_start: rescued,
+            inflight,
+            tracker,
+            stop_claiming,
+            stop_services,
+            producer,
+            completer,
+            services,
+        })
+    }
+}
+
+/// Runs `tick` now and then every `interval` until `stop` fires; a failed tick is logged and
+/// retried at the next one.
+fn spawn_every<F, Fut>(
+    interval: Duration,
+    stop: &CancellationToken,
+    name: &'static str,
+    tick: F,
+) -> JoinHandle<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), QueueError>> + Send,
+{
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(interval) => {}
+            }
+            if let Err(error) = tick().await {
+                tracing::warn!(%error, service = name, "queue service failed");
+            }
+        }
+    })
+}
+
+/// A running node. Call [`RuntimeHandle::shutdown`] to stop it cleanly; dropping it leaves
+/// the services running until the process exits.
+pub struct RuntimeHandle {
+    store: Store,
+    node: NodeIdentity,
+    rescued_at_start: RescueOutcome,
+    inflight: InFlight,
+    /// The workers; waited on at shutdown.
+    tracker: TaskTracker,
+    stop_claiming: CancellationToken,
+    stop_services: CancellationToken,
+    producer: JoinHandle<()>,
+    /// Finishes once the producer and every worker have dropped their outcome senders.
+    completer: JoinHandle<()>,
+    services: Vec<JoinHandle<()>>,
+}
+
+/// What a shutdown did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Tasks still running when the grace period ended (cancelled and handed back).
+    pub cancelled: usize,
+}
+
+impl RuntimeHandle {
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn node(&self) -> &NodeIdentity {
+        &self.node
+    }
+
+    /// What the start-up rescue took back from earlier incarnations and dead nodes.
+    pub fn rescued_at_start(&self) -> &RescueOutcome {
+        &self.rescued_at_start
+    }
+
+    /// Stops claiming, waits up to `grace` for running tasks, then cancels the rest and hands
+    /// them back; returns once every outcome is stored and the services have stopped.
+    pub async fn shutdown(self, grace: Duration) -> ShutdownReport {
+        self.stop_claiming.cancel();
+        if let Err(error) = self.producer.await {
+            tracing::error!(%error, "producer ended abnormally");
+        }
+        self.tracker.close();
+        let mut cancelled = 0;
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            cancelled = self.inflight.claims().len();
+            self.inflight.cancel_all(CancelReason::Shutdown);
+            self.tracker.wait().await;
+        }
+        if let Err(error) = self.completer.await {
+            tracing::error!(%error, "completer ended abnormally");
+        }
+        self.stop_services.cancel();
+        for service in self.services {
+            if let Err(error) = service.await {
+                tracing::error!(%error, "queue service ended abnormally");
+            }
+        }
+        if let Err(error) = self.store.node_remove(&self.node.node_id).await {
+            tracing::warn!(%error, "removing the node row failed");
+        }
+        ShutdownReport { cancelled }
+    }
+
+    /// Shutdown without a grace period: cancel everything running now and hand it back.
+    pub async fn shutdown_and_cancel(self) -> ShutdownReport {
+        self.shutdown(Duration::ZERO).await
+    }
+}

@@ -1,0 +1,124 @@
+//! The producer claims due tasks for the free executor slots and starts a worker for each.
+//!
+//! Back-pressure comes from a semaphore with one permit per slot: the producer first waits
+//! for one free permit, takes whatever else is free, and claims exactly that many. With
+//! nothing to claim it sleeps until a wake-up (an enqueue committed, here or, on PostgreSQL,
+//! anywhere), the next known `run_at`, or the sweep interval, whichever comes first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::worker::Worker;
+use crate::error::QueueError;
+use crate::store::{Store, TaskGetAvailableParams};
+
+/// The shortest sleep when due tasks exist but could not be claimed (another node is
+/// claiming them right now): avoids spinning while their claims commit.
+const MIN_POLL: Duration = Duration::from_millis(20);
+/// Pause after a failed claim (database unreachable, say).
+const ERROR_BACKOFF: Duration = Duration::from_secs(1);
+
+pub(crate) struct Producer {
+    pub store: Store,
+    pub worker: Worker,
+    pub slots: Arc<Semaphore>,
+    pub tracker: TaskTracker,
+    pub sweep_interval: Duration,
+    pub stop: CancellationToken,
+}
+
+/// What one claim round did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProduceOutcome {
+    pub asked: usize,
+    pub claimed: usize,
+}
+
+impl Producer {
+    pub async fn run(self) {
+        let mut wake = self.store.wake_receiver();
+        loop {
+            let first = tokio::select! {
+                biased;
+                () = self.stop.cancelled() => break,
+                permit = self.slots.clone().acquire_owned() => permit,
+            };
+            let Ok(first) = first else { break };
+            let mut permits = vec![first];
+            while let Ok(permit) = self.slots.clone().try_acquire_owned() {
+                permits.push(permit);
+            }
+            // Anything enqueued after this point changes `wake` and ends the wait below.
+            wake.borrow_and_update();
+            match self.run_once(permits).await {
+                Ok(outcome) if outcome.claimed < outcome.asked => {
+                    self.wait_for_work(&mut wake).await
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "claiming tasks failed");
+                    tokio::select! {
+                        () = self.stop.cancelled() => break,
+                        () = tokio::time::sleep(ERROR_BACKOFF) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Claims as many tasks as there are `permits`, starts them, and spawns a worker for
+    /// each with one permit; the unused permits are released.
+    pub async fn run_once(
+        &self,
+        permits: Vec<OwnedSemaphorePermit>,
+    ) -> Result<ProduceOutcome, QueueError> {
+        let asked = permits.len();
+        let node_id = &self.worker.node_id;
+        let claimed = self
+            .store
+            .task_get_available(TaskGetAvailableParams {
+                max: u32::try_from(asked).unwrap_or(u32::MAX),
+                now: self.store.clock().now(),
+                node_id,
+            })
+            .await?;
+        let started = self
+            .store
+            .task_start_many_if_scheduling(&claimed, self.store.clock().now(), node_id)
+            .await?;
+        for (task, permit) in started.into_iter().zip(permits) {
+            self.tracker.spawn(self.worker.clone().run(task, permit));
+        }
+        Ok(ProduceOutcome {
+            asked,
+            claimed: claimed.len(),
+        })
+    }
+
+    async fn wait_for_work(&self, wake: &mut watch::Receiver<u64>) {
+        let now = self.store.clock().now();
+        let nap = match self.store.task_next_run_at().await {
+            Ok(Some(at)) => (at - now)
+                .to_std()
+                .unwrap_or(MIN_POLL)
+                .clamp(MIN_POLL, self.sweep_interval),
+            Ok(None) => self.sweep_interval,
+            Err(error) => {
+                tracing::warn!(%error, "reading the next run_at failed");
+                self.sweep_interval
+            }
+        };
+        tokio::select! {
+            () = self.stop.cancelled() => {}
+            changed = wake.changed() => {
+                // The store keeps the sender alive as long as the producer holds the store.
+                debug_assert!(changed.is_ok());
+            }
+            () = tokio::time::sleep(nap) => {}
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Runs one claimed task: finds its executor, runs it in its own tokio task (so a panic is
+//! caught there and the process survives), enforces the timeout, and turns the result into
+//! a [`Transition`] for the completer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::task::{JoinError, JoinHandle};
+
+use super::inflight::{CancelReason, InFlight};
+use crate::error::TaskError;
+use crate::executor::{Registry, TaskContext};
+use crate::state::{AttemptInfo, AttemptOutcome, Transition, after_attempt};
+use crate::store::Store;
+use crate::store::transition::Finish;
+use crate::task::Task;
+
+/// Everything a worker needs; cloned into each spawned worker.
+#[derive(Clone)]
+pub(crate) struct Worker {
+    pub store: Store,
+    pub registry: Arc<Registry>,
+    pub inflight: InFlight,
+    pub completions: mpsc::Sender<Finish>,
+    /// How long a cancelled executor may take to stop before it is aborted.
+    pub cancel_grace: Duration,
+    pub node_id: Arc<str>,
+}
+
+impl Worker {
+    /// Runs `task` while holding `permit` (its executor slot), then hands the outcome to the
+    /// completer; an outcome for a lost claim is dropped here.
+    pub async fn run(self, task: Task, permit: OwnedSemaphorePermit) {
+        let finish = self.attempt(task).await;
+        drop(permit);
+        if let Some(finish) = finish {
+            // Fails only once the completer is gone, i.e. the runtime was torn down without
+            // a shutdown; the task is then rescued like after a crash.
+            if self.completions.send(finish).await.is_err() {
+                tracing::warn!("completer gone; the outcome is left to the rescuer");
+            }
+        }
+    }
+
+    async fn attempt(&self, task: Task) -> Option<Finish> {
+        let claim = AttemptInfo {
+            task_id: task.id,
+            attempt: task.attempt,
+            max_attempts: task.max_attempts,
+        };
+        let finish = |transition| Finish {
+            task_id: task.id,
+            lease_version: task.lease_version,
+            transition,
+        };
+        let Some(registered) = self.registry.get(&task.execution_component_name) else {
+            return Some(finish(Transition::Error {
+                desc: format!(
+                    "no executor is registered for component '{}' on node {}",
+                    task.execution_component_name, self.node_id
+                ),
+            }));
+        };
+        let (executor, config) = (registered.executor.clone(), registered.config.clone());
+        let running = self.inflight.insert(task.id, task.lease_version);
+        let mut ctx = TaskContext::new(self.store.clone(), task.clone(), running.clone());
+        let mut handle = tokio::spawn(async move { executor.execute(&mut ctx).await });
+
+        let joined = tokio::select! {
+            joined = &mut handle => joined,
+            () = tokio::time::sleep(config.timeout) => {
+                running.cancel(CancelReason::TimedOut);
+                self.stop(handle).await
+            }
+            () = running.token.cancelled() => self.stop(handle).await,
+        };
+        self.inflight.remove(&running);
+
+        let outcome = match (running.reason(), joined) {
+            (Some(CancelReason::LeaseLost), _) => {
+                tracing::info!(task = %task.id, "claim lost; the attempt's outcome is discarded");
+                return None;
+            }
+            (_, Ok(Ok(()))) => AttemptOutcome::Succeeded,
+            (_, Ok(Err(TaskError::Transient(error)))) => AttemptOutcome::Transient(error),
+            (_, Ok(Err(TaskError::Permanent(error)))) => AttemptOutcome::Permanent(error),
+            (Some(CancelReason::Shutdown), _) => AttemptOutcome::Interrupted,
+            (Some(CancelReason::TimedOut), _) => AttemptOutcome::TimedOut(config.timeout),
+            (None, Ok(Err(TaskError::Cancelled))) => {
+                AttemptOutcome::Transient("the executor cancelled itself".to_owned())
+            }
+            (None, Err(error)) => AttemptOutcome::Panicked(panic_message(error)),
+        };
+        let now = self.store.clock().now();
+        Some(finish(after_attempt(claim, &outcome, &config.retry, now)))
+    }
+
+    /// Waits up to the cancel grace for a cancelled executor, then aborts it (dropping its
+    /// open batch transaction, which rolls back).
+    async fn stop(
+        &self,
+        mut handle: JoinHandle<Result<(), TaskError>>,
+    ) -> Result<Result<(), TaskError>, JoinError> {
+        match tokio::time::timeout(self.cancel_grace, &mut handle).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                handle.abort();
+                handle.await
+            }
+        }
+    }
+}
+
+/// The text a panicking executor panicked with.
+fn panic_message(error: JoinError) -> String {
+    if !error.is_panic() {
+        return "the executor was aborted".to_owned();
+    }
+    let payload = error.into_panic();
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic payload".to_owned())
+}

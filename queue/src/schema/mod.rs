@@ -1,0 +1,26 @@
+//! The queue's schema migrations, for the host application's `Migrator`.
+//!
+//! The queue is a library, so it ships its tables as ordinary `MigrationTrait` values instead
+//! of owning a migrator: the application lists each of them (or all of [`migrations()`]) in
+//! its own migrator, after its earlier migrations, and applies everything in one place. A
+//! new queue migration must be appended there too.
+
+use sea_orm_migration::MigrationTrait;
+
+pub mod m20261121_000010_create_queue;
+
+/// Every migration of the queue, in the order they apply.
+pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+    vec![Box::new(m20261121_000010_create_queue::Migration)]
+}
+
+/// A migrator holding only the queue's migrations: for the queue's own tests and for services
+/// that use the queue without migrations of their own.
+pub struct QueueMigrator;
+
+#[sea_orm_migration::async_trait::async_trait]
+impl sea_orm_migration::MigratorTrait for QueueMigrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        migrations()
+    }
+}

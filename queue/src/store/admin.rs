@@ -1,0 +1,161 @@
+//! Operations for administrators: retry and abandon (one task or many), pause and resume a
+//! component. All are guarded and idempotent: repeating one changes nothing more.
+
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, Set};
+use uuid::Uuid;
+
+use super::Store;
+use super::entity::component_pause;
+use super::entity::task::{self, Column};
+use super::history::{self, INSERT_CHUNK};
+use super::read::filter_condition;
+use super::transition::{guarded, set_transition};
+use crate::error::QueueError;
+use crate::state::Transition;
+use crate::task::{BulkOutcome, PausedComponent, TaskSelector};
+
+impl Store {
+    /// FAILURE / ERROR / ABANDONED → QUEUED with a fresh attempt budget. A task whose unique
+    /// key another active task holds now is skipped.
+    pub async fn task_retry_many(
+        &self,
+        selector: &TaskSelector,
+        actor: &str,
+    ) -> Result<BulkOutcome, QueueError> {
+        self.task_transition_many(selector, &Transition::Requeue, actor)
+            .await
+    }
+
+    /// Any status but COMPLETED and ABANDONED → ABANDONED. A running task's worker finds out
+    /// at its next checkpoint or heartbeat (its lease is gone), has its cancellation token
+    /// fired, and its result is discarded.
+    pub async fn task_abandon_many(
+        &self,
+        selector: &TaskSelector,
+        reason: &str,
+        actor: &str,
+    ) -> Result<BulkOutcome, QueueError> {
+        let transition = Transition::Abandon {
+            reason: format!("abandoned by {actor}: {reason}"),
+        };
+        self.task_transition_many(selector, &transition, actor)
+            .await
+    }
+
+    /// [`Store::task_retry_many`] for one task; `true` if it changed.
+    pub async fn task_retry(&self, id: Uuid, actor: &str) -> Result<bool, QueueError> {
+        let outcome = self
+            .task_retry_many(&TaskSelector::Ids(vec![id]), actor)
+            .await?;
+        Ok(!outcome.changed.is_empty())
+    }
+
+    /// [`Store::task_abandon_many`] for one task; `true` if it changed.
+    pub async fn task_abandon(
+        &self,
+        id: Uuid,
+        reason: &str,
+        actor: &str,
+    ) -> Result<bool, QueueError> {
+        let outcome = self
+            .task_abandon_many(&TaskSelector::Ids(vec![id]), reason, actor)
+            .await?;
+        Ok(!outcome.changed.is_empty())
+    }
+
+    /// Applies an admin transition to the selected tasks in one transaction.
+    async fn task_transition_many(
+        &self,
+        selector: &TaskSelector,
+        transition: &Transition,
+        actor: &str,
+    ) -> Result<BulkOutcome, QueueError> {
+        let now = self.clock.now();
+        let txn = self.begin_write().await?;
+        let update = || set_transition(task::Entity::update_many(), transition, now, actor);
+        let mut changed = Vec::new();
+        match selector {
+            TaskSelector::Ids(ids) => {
+                for chunk in ids.chunks(INSERT_CHUNK) {
+                    let update = update().filter(Column::Id.is_in(chunk.iter().copied()));
+                    changed.extend(
+                        guarded(update, transition)
+                            .exec_with_returning(&txn)
+                            .await?,
+                    );
+                }
+            }
+            TaskSelector::Filter(filter) => {
+                let update = update().filter(filter_condition(filter));
+                changed = guarded(update, transition)
+                    .exec_with_returning(&txn)
+                    .await?;
+            }
+        }
+        history::record(&txn, &changed, actor, now, |task| {
+            task.workflow_status_desc.clone()
+        })
+        .await?;
+        history::notify_remote(&txn, self.origin(), &changed).await?;
+        let requeued =
+            transition.target() == crate::state::TaskStatus::Queued && !changed.is_empty();
+        if requeued {
+            history::notify_wake(&txn).await?;
+        }
+        txn.commit().await?;
+        if requeued {
+            self.notify_committed();
+        }
+        self.publish(&changed);
+
+        let changed: Vec<Uuid> = changed.into_iter().map(|task| task.id).collect();
+        let skipped = match selector {
+            TaskSelector::Ids(ids) => ids
+                .iter()
+                .filter(|id| !changed.contains(id))
+                .copied()
+                .collect(),
+            TaskSelector::Filter(_) => Vec::new(),
+        };
+        Ok(BulkOutcome { changed, skipped })
+    }
+
+    /// Stops every node from claiming tasks of `component` (running ones finish); `true` if
+    /// it was not paused before.
+    pub async fn component_pause(&self, component: &str, actor: &str) -> Result<bool, QueueError> {
+        let row = component_pause::ActiveModel {
+            component: Set(component.to_owned()),
+            paused_date: Set(self.clock.now()),
+            paused_by: Set(actor.to_owned()),
+        };
+        let inserted = component_pause::Entity::insert(row)
+            .on_conflict(
+                OnConflict::column(component_pause::Column::Component)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .try_insert()
+            .exec_without_returning(&self.db)
+            .await?;
+        Ok(matches!(inserted, sea_orm::TryInsertResult::Inserted(n) if n > 0))
+    }
+
+    /// Lets nodes claim tasks of `component` again; `true` if it was paused.
+    pub async fn component_resume(&self, component: &str) -> Result<bool, QueueError> {
+        let deleted = component_pause::Entity::delete_many()
+            .filter(component_pause::Column::Component.eq(component))
+            .exec(&self.db)
+            .await?;
+        if deleted.rows_affected > 0 {
+            history::notify_wake(&self.db).await?;
+            self.notify_committed();
+        }
+        Ok(deleted.rows_affected > 0)
+    }
+
+    /// The paused components.
+    pub async fn component_paused_list(&self) -> Result<Vec<PausedComponent>, QueueError> {
+        Ok(component_pause::Entity::find().all(&self.db).await?)
+    }
+}

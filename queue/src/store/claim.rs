@@ -1,0 +1,219 @@
+//! What a node does with the tasks it runs: claim them, start them, checkpoint them, and
+//! check that it still holds them. Every write after the claim is guarded by the lease.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Condition, Expr, ExprTrait};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QuerySelect, Statement,
+};
+use uuid::Uuid;
+
+use super::entity::task::{self, Column};
+use super::{Store, dialect, history};
+use crate::error::QueueError;
+use crate::state::TaskStatus;
+use crate::task::Task;
+
+/// Uses the literal status so PostgreSQL can match the partial claim index even with a
+/// generic (cached) plan; identical on both backends.
+const TASK_NEXT_RUN_AT: &str = "SELECT MIN(run_at) AS run_at FROM queue_task \
+     WHERE workflow_status = 'QUEUED' \
+       AND execution_component_name NOT IN (SELECT component FROM queue_component_pause)";
+
+/// Input of [`Store::task_get_available`].
+#[derive(Debug, Clone, Copy)]
+pub struct TaskGetAvailableParams<'a> {
+    /// At most this many tasks: the executor slots free right now.
+    pub max: u32,
+    pub now: DateTime<Utc>,
+    /// Recorded as `scheduled_by_process`.
+    pub node_id: &'a str,
+}
+
+#[derive(FromQueryResult)]
+struct NextRunAt {
+    run_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// Claims up to `max` due tasks for `node_id` (QUEUED → SCHEDULING, attempt and lease
+    /// bumped), in priority then FIFO order.
+    pub async fn task_get_available(
+        &self,
+        params: TaskGetAvailableParams<'_>,
+    ) -> Result<Vec<Task>, QueueError> {
+        if params.max == 0 {
+            return Ok(Vec::new());
+        }
+        let txn = self.begin_write().await?;
+        let statement = Statement::from_sql_and_values(
+            self.backend,
+            dialect::task_get_available(self.backend),
+            [
+                params.now.into(),
+                params.node_id.into(),
+                i64::from(params.max).into(),
+            ],
+        );
+        let mut claimed = Task::find_by_statement(statement).all(&txn).await?;
+        if claimed.is_empty() {
+            return Ok(claimed);
+        }
+        // RETURNING gives no order; hand them out in the order they were chosen.
+        claimed.sort_by(|a, b| {
+            (b.priority.cmp(&a.priority))
+                .then(a.run_at.cmp(&b.run_at))
+                .then(a.id.cmp(&b.id))
+        });
+        history::record(&txn, &claimed, params.node_id, params.now, |_| None).await?;
+        history::notify_remote(&txn, self.origin(), &claimed).await?;
+        txn.commit().await?;
+        self.publish(&claimed);
+        Ok(claimed)
+    }
+
+    /// Marks claimed tasks as started (SCHEDULING → EXECUTING) in one statement and returns
+    /// those still held; a task taken away since its claim is left out.
+    pub async fn task_start_many_if_scheduling(
+        &self,
+        claimed: &[Task],
+        now: DateTime<Utc>,
+        node_id: &str,
+    ) -> Result<Vec<Task>, QueueError> {
+        if claimed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let txn = self.begin_write().await?;
+        let started = task::Entity::update_many()
+            .col_expr(
+                Column::WorkflowStatus,
+                Expr::value(TaskStatus::Executing.as_str()),
+            )
+            .col_expr(Column::ExecutionStartedDate, Expr::value(now))
+            .col_expr(Column::ModifiedDate, Expr::value(now))
+            .filter(Column::WorkflowStatus.eq(TaskStatus::Scheduling))
+            .filter(held_by_lease(
+                claimed.iter().map(|t| (t.id, t.lease_version)),
+            ))
+            .exec_with_returning(&txn)
+            .await?;
+        history::record(&txn, &started, node_id, now, |_| None).await?;
+        history::notify_remote(&txn, self.origin(), &started).await?;
+        txn.commit().await?;
+        self.publish(&started);
+        let mut by_claim_order = Vec::with_capacity(started.len());
+        for task in claimed {
+            if let Some(row) = started.iter().find(|row| row.id == task.id) {
+                by_claim_order.push(row.clone());
+            }
+        }
+        Ok(by_claim_order)
+    }
+
+    /// The earliest `run_at` of a queued task of an unpaused component.
+    pub async fn task_next_run_at(&self) -> Result<Option<DateTime<Utc>>, QueueError> {
+        let next =
+            NextRunAt::find_by_statement(Statement::from_string(self.backend, TASK_NEXT_RUN_AT))
+                .one(&self.db)
+                .await?;
+        Ok(next.and_then(|row| row.run_at))
+    }
+
+    /// Within the executor's batch transaction: stores the checkpoint and progress if the
+    /// task is still EXECUTING under `lease_version`. `false` means the claim is lost (rescued
+    /// or abandoned) and the caller must roll back.
+    pub(crate) async fn task_checkpoint_if_executing<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        task_id: Uuid,
+        lease_version: i64,
+        checkpoint: &Checkpoint,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Task>, QueueError> {
+        let mut update = task::Entity::update_many()
+            .col_expr(
+                Column::ExecutionState,
+                Expr::value(checkpoint.state.clone()),
+            )
+            .col_expr(Column::ModifiedDate, Expr::value(now));
+        if let Some(done) = checkpoint.progress_done {
+            update = update.col_expr(Column::ProgressDone, Expr::value(done));
+        }
+        if let Some(total) = checkpoint.progress_total {
+            update = update.col_expr(Column::ProgressTotal, Expr::value(total));
+        }
+        let mut rows = update
+            .filter(Column::Id.eq(task_id))
+            .filter(Column::LeaseVersion.eq(lease_version))
+            .filter(Column::WorkflowStatus.eq(TaskStatus::Executing))
+            .exec_with_returning(conn)
+            .await?;
+        if let Some(row) = rows.first() {
+            history::notify_remote(conn, self.origin(), std::slice::from_ref(row)).await?;
+        }
+        Ok(rows.pop())
+    }
+
+    /// Of the given `(id, lease_version)` claims, the ids this node still holds.
+    pub async fn task_get_held(&self, claims: &[(Uuid, i64)]) -> Result<Vec<Uuid>, QueueError> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut held = Vec::with_capacity(claims.len());
+        for chunk in claims.chunks(history::INSERT_CHUNK) {
+            let ids: Vec<Uuid> = task::Entity::find()
+                .select_only()
+                .column(Column::Id)
+                .filter(Column::WorkflowStatus.is_in(TaskStatus::RUNNING))
+                .filter(held_by_lease(chunk.iter().copied()))
+                .into_tuple()
+                .all(&self.db)
+                .await?;
+            held.extend(ids);
+        }
+        Ok(held)
+    }
+}
+
+/// What a batch commits besides the executor's own writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The new `execution_state`: where the next batch (or the next attempt) resumes.
+    pub state: serde_json::Value,
+    /// The new `progress_done`, if it changed.
+    pub progress_done: Option<i64>,
+    /// The new `progress_total`, if it is known now.
+    pub progress_total: Option<i64>,
+}
+
+/// `(id = ? AND lease_version = ?) OR …`: rows matching one of the claims exactly.
+pub(crate) fn held_by_lease(claims: impl IntoIterator<Item = (Uuid, i64)>) -> Condition {
+    claims
+        .into_iter()
+        .fold(Condition::any(), |any, (id, lease)| {
+            any.add(Column::Id.eq(id).and(Column::LeaseVersion.eq(lease)))
+        })
+}
+
+impl Checkpoint {
+    /// A checkpoint that only moves the executor's state.
+    pub fn new(state: serde_json::Value) -> Self {
+        Self {
+            state,
+            progress_done: None,
+            progress_total: None,
+        }
+    }
+
+    /// Also sets `progress_done`.
+    pub fn with_progress(mut self, done: i64) -> Self {
+        self.progress_done = Some(done);
+        self
+    }
+
+    /// Also sets `progress_total`.
+    pub fn with_total(mut self, total: i64) -> Self {
+        self.progress_total = Some(total);
+        self
+    }
+}

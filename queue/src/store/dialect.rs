@@ -1,0 +1,48 @@
+//! The statements whose text differs between PostgreSQL and SQLite, side by side.
+
+use sea_orm::DbBackend;
+
+/// Claims up to N due tasks of unpaused components, highest priority first, FIFO within a
+/// priority, in ONE statement that both selects and marks them.
+///
+/// PostgreSQL: `FOR UPDATE SKIP LOCKED` makes concurrent claimers on other nodes pass over
+/// rows someone else is claiming instead of waiting for them or taking them twice.
+/// SQLite: the database has one writer at a time, so the inner SELECT and the UPDATE cannot
+/// interleave with another claim.
+///
+/// Parameters: now, node id, max rows.
+pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
+    match backend {
+        // A materialized CTE is evaluated exactly once; as an `IN (subquery)` the planner
+        // may re-run the locking subquery and claim more than `LIMIT` rows.
+        DbBackend::Postgres => {
+            "WITH picked AS MATERIALIZED ( \
+                 SELECT id FROM queue_task \
+                 WHERE workflow_status = 'QUEUED' AND run_at <= $1 \
+                   AND execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
+                 ORDER BY priority DESC, run_at, id \
+                 LIMIT $3 \
+                 FOR UPDATE SKIP LOCKED) \
+             UPDATE queue_task SET workflow_status = 'SCHEDULING', \
+                 scheduling_started_date = $1, scheduled_by_process = $2, \
+                 modified_date = $1, modified_by = $2, \
+                 attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1 \
+             FROM picked \
+             WHERE queue_task.id = picked.id AND queue_task.workflow_status = 'QUEUED' \
+             RETURNING queue_task.*"
+        }
+        _ => {
+            "UPDATE queue_task SET workflow_status = 'SCHEDULING', \
+                 scheduling_started_date = ?1, scheduled_by_process = ?2, \
+                 modified_date = ?1, modified_by = ?2, \
+                 attempt = attempt + 1, lease_version = lease_version + 1 \
+             WHERE workflow_status = 'QUEUED' AND id IN ( \
+                 SELECT id FROM queue_task \
+                 WHERE workflow_status = 'QUEUED' AND run_at <= ?1 \
+                   AND execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
+                 ORDER BY priority DESC, run_at, id \
+                 LIMIT ?3) \
+             RETURNING *"
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Enqueueing inside the caller's transaction.
+//!
+//! The insert joins whatever transaction the caller passes, so a task exists exactly when the
+//! caller's own writes do: rolled back, it never existed; committed, it is runnable. Wake-ups
+//! follow the same rule. On PostgreSQL a `pg_notify` is queued in the same transaction, which
+//! the server delivers only on commit. SQLite has no such thing, so the in-process producers
+//! must be woken after the commit: [`QueueTransaction`] does that in its `commit`, which is
+//! why it is the recommended way to enqueue (a caller cannot forget a step it never takes).
+
+use std::collections::HashMap;
+use std::ops::Deref;
+
+use chrono::SubsecRound;
+
+use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, TryInsertResult,
+};
+use uuid::Uuid;
+
+use super::Store;
+use super::entity::task::{self, ActiveModel, Column};
+use super::history::{self, INSERT_CHUNK};
+use crate::error::QueueError;
+use crate::state::TaskStatus;
+use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, Task};
+
+/// The predicate of the partial unique index on `unique_key`, spelled exactly as in the
+/// migration: PostgreSQL picks the index as the `ON CONFLICT` arbiter by matching it.
+const UNIQUE_KEY_PREDICATE: &str =
+    "unique_key IS NOT NULL AND workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')";
+
+impl Store {
+    /// Inserts `task` within `conn` (a transaction or a plain connection) and returns its row.
+    ///
+    /// With a `unique_key` that an active task already holds, returns that task instead.
+    /// On SQLite, call [`Store::notify_committed`] after your commit, or use
+    /// [`Store::begin_queue`] which does it for you.
+    pub async fn enqueue<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        task: NewTask,
+    ) -> Result<Task, QueueError> {
+        let mut rows = self.enqueue_many(conn, vec![task]).await?;
+        rows.pop()
+            .ok_or_else(|| QueueError::Invalid("enqueue returned no row".to_owned()))
+    }
+
+    /// Inserts many tasks within `conn` and returns their rows in the same order; tasks
+    /// without a unique key go in with multi-row INSERTs.
+    pub async fn enqueue_many<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        tasks: Vec<NewTask>,
+    ) -> Result<Vec<Task>, QueueError> {
+        let now = self.clock.now();
+        let models: Vec<Task> = tasks.into_iter().map(|task| new_row(task, now)).collect();
+
+        let (keyed, plain): (Vec<_>, Vec<_>) = models
+            .iter()
+            .enumerate()
+            .partition(|(_, model)| model.unique_key.is_some());
+        let mut inserted = Vec::with_capacity(models.len());
+        for chunk in plain.chunks(INSERT_CHUNK) {
+            let rows = chunk
+                .iter()
+                .map(|(_, model)| ActiveModel::from((*model).clone()));
+            task::Entity::insert_many(rows)
+                .exec_without_returning(conn)
+                .await?;
+            inserted.extend(chunk.iter().map(|(_, model)| (*model).clone()));
+        }
+        let mut existing: HashMap<usize, Task> = HashMap::new();
+        for (index, model) in keyed {
+            match insert_unless_active(conn, model).await? {
+                Some(row) => inserted.push(row),
+                None => {
+                    existing.insert(index, active_with_key(conn, model).await?);
+                }
+            }
+        }
+
+        if !inserted.is_empty() {
+            let actor = inserted[0].created_by.clone();
+            history::record(conn, &inserted, &actor, now, |_| None).await?;
+            history::notify_wake(conn).await?;
+        }
+        let mut by_id: HashMap<Uuid, Task> = inserted.into_iter().map(|t| (t.id, t)).collect();
+        Ok(models
+            .iter()
+            .enumerate()
+            .filter_map(|(index, model)| {
+                existing.remove(&index).or_else(|| by_id.remove(&model.id))
+            })
+            .collect())
+    }
+
+    /// Starts a [`QueueTransaction`]: a write transaction that wakes the producers and
+    /// announces its enqueued tasks when it commits.
+    pub async fn begin_queue(&self) -> Result<QueueTransaction, QueueError> {
+        Ok(QueueTransaction {
+            txn: self.begin_write().await?,
+            store: self.clone(),
+            enqueued: Vec::new(),
+        })
+    }
+}
+
+/// The row of a new task as it will be stored.
+fn new_row(task: NewTask, now: chrono::DateTime<chrono::Utc>) -> Task {
+    // PostgreSQL keeps microseconds; rounding here makes the returned row equal the stored one.
+    let now = now.trunc_subsecs(6);
+    Task {
+        // Time-ordered ids make FIFO ties (same priority and run_at) break by insertion.
+        id: Uuid::now_v7(),
+        created_date: now,
+        created_by: task.created_by.clone(),
+        modified_date: now,
+        modified_by: task.created_by,
+        owner_id: task.owner_id,
+        run_as_id: task.run_as_id,
+        execution_component_name: task.component,
+        execution_spec: task.spec,
+        execution_state: serde_json::json!({}),
+        workflow_status: TaskStatus::Queued,
+        workflow_status_desc: None,
+        run_at: task.run_at.map_or(now, |at| at.trunc_subsecs(6)),
+        priority: task.priority,
+        attempt: 0,
+        max_attempts: task.max_attempts.unwrap_or(MAX_ATTEMPTS_DEFAULT).max(1),
+        unique_key: task.unique_key,
+        scheduling_started_date: None,
+        scheduled_by_process: None,
+        execution_started_date: None,
+        workflow_stopped_date: None,
+        progress_done: 0,
+        progress_total: task.progress_total,
+        lease_version: 0,
+    }
+}
+
+/// Inserts a task with a unique key unless an active task holds the key (`None` then).
+/// `ON CONFLICT DO NOTHING` rather than catching the violation: on PostgreSQL a failed
+/// statement would abort the caller's whole transaction.
+async fn insert_unless_active<C: ConnectionTrait>(
+    conn: &C,
+    model: &Task,
+) -> Result<Option<Task>, QueueError> {
+    let result = task::Entity::insert(ActiveModel::from(model.clone()))
+        .on_conflict(
+            OnConflict::column(Column::UniqueKey)
+                .target_and_where(Expr::cust(UNIQUE_KEY_PREDICATE))
+                .do_nothing()
+                .to_owned(),
+        )
+        .try_insert()
+        .exec_without_returning(conn)
+        .await?;
+    // `DO NOTHING` may report the conflict as zero rows inserted rather than `Conflicted`.
+    Ok(match result {
+        TryInsertResult::Inserted(rows) if rows > 0 => Some(model.clone()),
+        TryInsertResult::Inserted(_) | TryInsertResult::Conflicted | TryInsertResult::Empty => None,
+    })
+}
+
+/// The active task holding `model`'s unique key.
+async fn active_with_key<C: ConnectionTrait>(conn: &C, model: &Task) -> Result<Task, QueueError> {
+    task::Entity::find()
+        .filter(Column::UniqueKey.eq(model.unique_key.clone()))
+        .filter(Column::WorkflowStatus.is_in(TaskStatus::ACTIVE))
+        .one(conn)
+        .await?
+        .ok_or_else(|| {
+            QueueError::Invalid(format!(
+                "unique key {:?} conflicted but no active task holds it",
+                model.unique_key
+            ))
+        })
+}
+
+/// A write transaction for enqueueing together with the caller's own writes.
+///
+/// Use it like a `DatabaseTransaction` (it derefs to one) for your domain writes, enqueue with
+/// [`QueueTransaction::enqueue`], and finish with [`QueueTransaction::commit`], which commits
+/// and then wakes the producers and announces the new tasks. Dropping it rolls back.
+pub struct QueueTransaction {
+    txn: DatabaseTransaction,
+    store: Store,
+    /// Announced to subscribers once the commit has succeeded.
+    enqueued: Vec<Task>,
+}
+
+impl QueueTransaction {
+    pub async fn enqueue(&mut self, task: NewTask) -> Result<Task, QueueError> {
+        let row = self.store.enqueue(&self.txn, task).await?;
+        self.enqueued.push(row.clone());
+        Ok(row)
+    }
+
+    pub async fn enqueue_many(&mut self, tasks: Vec<NewTask>) -> Result<Vec<Task>, QueueError> {
+        let rows = self.store.enqueue_many(&self.txn, tasks).await?;
+        self.enqueued.extend(rows.iter().cloned());
+        Ok(rows)
+    }
+
+    /// Commits, then wakes this process's producers and announces the enqueued tasks.
+    pub async fn commit(self) -> Result<(), QueueError> {
+        self.txn.commit().await?;
+        if !self.enqueued.is_empty() {
+            self.store.notify_committed();
+            self.store.publish(&self.enqueued);
+        }
+        Ok(())
+    }
+
+    pub async fn rollback(self) -> Result<(), QueueError> {
+        Ok(self.txn.rollback().await?)
+    }
+}
+
+impl Deref for QueueTransaction {
+    type Target = DatabaseTransaction;
+
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}

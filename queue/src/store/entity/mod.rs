@@ -1,0 +1,7 @@
+//! SeaORM entities of the queue's tables. Private to the store: callers see [`crate::Task`]
+//! and the other re-exported row types, never the entities' query builders.
+
+pub mod component_pause;
+pub mod node;
+pub mod task;
+pub mod task_event;

@@ -1,0 +1,107 @@
+//! Writing a task's history and announcing changes to other nodes, inside the transaction
+//! that made the change (so history and notifications exist exactly when the change does).
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Set, Statement};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::entity::task_event;
+use crate::task::{QueueEvent, Task};
+
+/// PostgreSQL channel telling producers that runnable work appeared.
+pub(crate) const WAKE_CHANNEL: &str = "bulkq_queue_wake";
+/// PostgreSQL channel carrying [`RemoteEvents`] to the other nodes.
+pub(crate) const EVENT_CHANNEL: &str = "bulkq_queue_event";
+
+/// PostgreSQL refuses notification payloads of 8000 bytes or more; stay well below.
+const PAYLOAD_LIMIT: usize = 7000;
+/// Rows per multi-row INSERT, well inside both backends' bind-parameter limits.
+pub(crate) const INSERT_CHUNK: usize = 500;
+
+/// The payload of an [`EVENT_CHANNEL`] notification.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct RemoteEvents {
+    pub origin: Uuid,
+    pub events: Vec<QueueEvent>,
+}
+
+/// Appends one history entry per task: it moved to its current status, with `message(task)`
+/// as the detail.
+pub(crate) async fn record<C: ConnectionTrait>(
+    conn: &C,
+    tasks: &[Task],
+    actor: &str,
+    now: DateTime<Utc>,
+    message: impl Fn(&Task) -> Option<String>,
+) -> Result<(), sea_orm::DbErr> {
+    for chunk in tasks.chunks(INSERT_CHUNK) {
+        let rows = chunk.iter().map(|task| task_event::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            task_id: Set(task.id),
+            occurred_date: Set(now),
+            status: Set(task.workflow_status),
+            attempt: Set(task.attempt),
+            message: Set(message(task)),
+            actor: Set(actor.to_owned()),
+        });
+        task_event::Entity::insert_many(rows)
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// On PostgreSQL, queues notifications of these changes for the other nodes; they are
+/// delivered when (and only if) the transaction commits. No-op on SQLite, whose only node
+/// is this process.
+pub(crate) async fn notify_remote<C: ConnectionTrait>(
+    conn: &C,
+    origin: Uuid,
+    tasks: &[Task],
+) -> Result<(), sea_orm::DbErr> {
+    if conn.get_database_backend() != DbBackend::Postgres || tasks.is_empty() {
+        return Ok(());
+    }
+    let mut batch = RemoteEvents {
+        origin,
+        events: Vec::new(),
+    };
+    let mut size = 0;
+    for task in tasks {
+        let event = QueueEvent::from(task);
+        let event_size = serde_json::to_string(&event).map_or(0, |json| json.len() + 1);
+        if size + event_size > PAYLOAD_LIMIT && !batch.events.is_empty() {
+            pg_notify(conn, EVENT_CHANNEL, &batch).await?;
+            batch.events.clear();
+            size = 0;
+        }
+        size += event_size;
+        batch.events.push(event);
+    }
+    pg_notify(conn, EVENT_CHANNEL, &batch).await
+}
+
+/// On PostgreSQL, wakes every node's producer once the transaction commits.
+pub(crate) async fn notify_wake<C: ConnectionTrait>(conn: &C) -> Result<(), sea_orm::DbErr> {
+    if conn.get_database_backend() != DbBackend::Postgres {
+        return Ok(());
+    }
+    pg_notify(conn, WAKE_CHANNEL, &"").await
+}
+
+async fn pg_notify<C: ConnectionTrait, T: Serialize>(
+    conn: &C,
+    channel: &str,
+    payload: &T,
+) -> Result<(), sea_orm::DbErr> {
+    let payload = serde_json::to_string(payload)
+        .map_err(|error| sea_orm::DbErr::Custom(error.to_string()))?;
+    conn.execute_raw(Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        "SELECT pg_notify($1, $2)",
+        [channel.into(), payload.into()],
+    ))
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! The only place SQL lives. [`Store`] is one concrete type over a SeaORM connection; where
+//! SQLite and PostgreSQL need different SQL, the method matches on the backend right there
+//! (see [`dialect`]).
+//!
+//! # Layout
+//! - [`enqueue`]: inserting tasks inside the caller's transaction, [`QueueTransaction`].
+//! - [`claim`]: the producer's claim and start, the worker's checkpoint and lease checks.
+//! - [`transition`]: guarded state changes (worker outcomes, admin operations).
+//! - [`node`]: heartbeats, rescue of orphaned tasks, pruning.
+//! - [`read`]: lists, counts, history for dashboards.
+//! - [`dialect`]: the statements whose text differs between the backends.
+
+pub(crate) mod admin;
+pub mod claim;
+pub(crate) mod dialect;
+pub(crate) mod enqueue;
+pub(crate) mod entity;
+pub(crate) mod history;
+pub(crate) mod node;
+pub(crate) mod read;
+pub mod transition;
+
+use std::sync::Arc;
+
+use sea_orm::{
+    AccessMode, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
+    TransactionOptions, TransactionTrait,
+};
+use tokio::sync::{broadcast, watch};
+use uuid::Uuid;
+
+use crate::clock::{Clock, SystemClock};
+use crate::task::{QueueEvent, Task};
+
+pub use claim::TaskGetAvailableParams;
+pub use enqueue::QueueTransaction;
+pub use node::{NodeIdentity, RescueOutcome};
+
+/// How many events a slow subscriber may fall behind before it starts missing some (it is
+/// told so by `RecvError::Lagged` and can re-read the state from the store).
+const EVENT_BUFFER: usize = 4096;
+
+/// The queue's handle on the database. Cheap to clone; clones share the in-process signals,
+/// so share one `Store` (clones of it) between the code that enqueues and the runtime.
+#[derive(Clone, Debug)]
+pub struct Store {
+    db: DatabaseConnection,
+    backend: DbBackend,
+    clock: Arc<dyn Clock>,
+    signals: Arc<Signals>,
+}
+
+/// In-process signals shared by the clones of a [`Store`].
+#[derive(Debug)]
+struct Signals {
+    /// Bumped when runnable work may have appeared; producers wait for a change.
+    wake: watch::Sender<u64>,
+    /// Task changes for subscribers.
+    events: broadcast::Sender<QueueEvent>,
+    /// Tags this store's PostgreSQL event notifications, so its own listener can drop the
+    /// ones it already published locally.
+    origin: Uuid,
+}
+
+impl Store {
+    /// A store on `db` using the wall clock.
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self::with_clock(db, Arc::new(SystemClock))
+    }
+
+    /// A store whose enqueues, admin operations and runtime services read time from `clock`.
+    pub fn with_clock(db: DatabaseConnection, clock: Arc<dyn Clock>) -> Self {
+        let backend = db.get_database_backend();
+        Self {
+            db,
+            backend,
+            clock,
+            signals: Arc::new(Signals {
+                wake: watch::channel(0).0,
+                events: broadcast::channel(EVENT_BUFFER).0,
+                origin: Uuid::new_v4(),
+            }),
+        }
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    pub fn backend(&self) -> DbBackend {
+        self.backend
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// A stream of task changes: local ones as they commit, and on PostgreSQL those of other
+    /// nodes while a [`crate::Runtime`] is listening.
+    pub fn subscribe(&self) -> broadcast::Receiver<QueueEvent> {
+        self.signals.events.subscribe()
+    }
+
+    /// Wakes this process's producers. Call it after committing a transaction in which you
+    /// enqueued through [`Store::enqueue`] yourself; [`QueueTransaction::commit`] does it for
+    /// you. Forgetting it delays the task by at most the producer's sweep interval.
+    pub fn notify_committed(&self) {
+        self.signals.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A transaction for queue writes; on SQLite it takes the write lock at `BEGIN`
+    /// (`IMMEDIATE`), so a transaction that reads before it writes waits for the lock under
+    /// the busy timeout instead of failing with `SQLITE_BUSY` when it tries to upgrade.
+    pub async fn begin_write(&self) -> Result<DatabaseTransaction, DbErr> {
+        self.db
+            .begin_with_options(TransactionOptions {
+                access_mode: Some(AccessMode::ReadWrite),
+                sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                ..TransactionOptions::default()
+            })
+            .await
+    }
+
+    pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
+        self.signals.wake.subscribe()
+    }
+
+    pub(crate) fn origin(&self) -> Uuid {
+        self.signals.origin
+    }
+
+    /// Announces committed changes to local subscribers.
+    pub(crate) fn publish(&self, tasks: &[Task]) {
+        for task in tasks {
+            // No subscribers is not an error.
+            let _ = self.signals.events.send(QueueEvent::from(task));
+        }
+    }
+
+    /// Hands events received from another node to local subscribers.
+    pub(crate) fn publish_remote(&self, events: Vec<QueueEvent>) {
+        for event in events {
+            let _ = self.signals.events.send(event);
+        }
+    }
+}

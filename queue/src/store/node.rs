@@ -1,0 +1,194 @@
+//! Node liveness and the jobs that keep the table healthy: heartbeats, rescue of tasks held
+//! by dead nodes, and pruning of old finished tasks.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Condition, Expr, ExprTrait, OnConflict, Query};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QuerySelect, Set};
+use uuid::Uuid;
+
+use super::Store;
+use super::entity::node;
+use super::entity::task::{self, Column};
+use super::history;
+use super::transition::{guarded, set_transition};
+use crate::error::QueueError;
+use crate::state::{TaskStatus, Transition};
+
+/// Which node incarnation this process is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeIdentity {
+    /// The configured identity, shared by all incarnations (e.g. the host name).
+    pub system_id: String,
+    /// `<system_id>-<startup timestamp>`: unique per start, so a restarted node can tell
+    /// its previous incarnation's tasks from its own.
+    pub node_id: String,
+    pub started: DateTime<Utc>,
+}
+
+impl NodeIdentity {
+    /// A new incarnation of `system_id` starting at `started`.
+    pub fn new(system_id: impl Into<String>, started: DateTime<Utc>) -> Self {
+        let system_id = system_id.into();
+        let node_id = format!("{system_id}-{}", started.format("%Y%m%dT%H%M%S%.6fZ"));
+        Self {
+            system_id,
+            node_id,
+            started,
+        }
+    }
+}
+
+/// What one rescue pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RescueOutcome {
+    /// Put back to QUEUED (their attempt spent).
+    pub retried: Vec<Uuid>,
+    /// Out of attempts: FAILURE.
+    pub failed: Vec<Uuid>,
+}
+
+impl Store {
+    /// Records that `node` is alive at `now` (insert or refresh its row).
+    pub async fn node_heartbeat(
+        &self,
+        node: &NodeIdentity,
+        now: DateTime<Utc>,
+    ) -> Result<(), QueueError> {
+        let row = node::ActiveModel {
+            node_id: Set(node.node_id.clone()),
+            system_id: Set(node.system_id.clone()),
+            started_date: Set(node.started),
+            heartbeat_date: Set(now),
+        };
+        node::Entity::insert(row)
+            .on_conflict(
+                OnConflict::column(node::Column::NodeId)
+                    .update_column(node::Column::HeartbeatDate)
+                    .to_owned(),
+            )
+            .exec_without_returning(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a node's row on a clean shutdown (it holds no tasks any more).
+    pub async fn node_remove(&self, node_id: &str) -> Result<(), QueueError> {
+        node::Entity::delete_by_id(node_id.to_owned())
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes tasks away from dead node incarnations: back to
+    /// QUEUED with the attempt spent, or FAILURE when it was the last one. `node` is the
+    /// node doing the rescue; `cutoff` the oldest heartbeat that still counts as alive.
+    pub async fn task_rescue_many(
+        &self,
+        node: &NodeIdentity,
+        cutoff: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<RescueOutcome, QueueError> {
+        // Held by a node incarnation that is not alive: no heartbeat since the cutoff, or an
+        // older incarnation of this node's system id (this node's restart proves it dead,
+        // without waiting for the timeout).
+        let dead = || {
+            let alive = Query::select()
+                .column(node::Column::NodeId)
+                .from(node::Entity)
+                .and_where(node::Column::HeartbeatDate.gt(cutoff))
+                .cond_where(
+                    Condition::any()
+                        .add(node::Column::SystemId.ne(node.system_id.as_str()))
+                        .add(node::Column::NodeId.eq(node.node_id.as_str())),
+                )
+                .to_owned();
+            // A claim a live node never started (it failed between claim and start) counts
+            // as expired once it is older than the cutoff.
+            let stuck = Column::WorkflowStatus
+                .eq(TaskStatus::Scheduling)
+                .and(Column::SchedulingStartedDate.lt(cutoff));
+            Condition::any()
+                .add(Column::ScheduledByProcess.not_in_subquery(alive))
+                .add(stuck)
+        };
+        let reason = "rescued: the node holding it stopped";
+        let retry = Transition::Retry {
+            at: now,
+            error: reason.to_owned(),
+        };
+        let fail = Transition::Fail {
+            error: format!("{reason}, and no attempts are left"),
+        };
+        let txn = self.begin_write().await?;
+        let failed = guarded(
+            set_transition(task::Entity::update_many(), &fail, now, &node.node_id),
+            &fail,
+        )
+        .filter(dead())
+        .filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)))
+        .exec_with_returning(&txn)
+        .await?;
+        let retried = guarded(
+            set_transition(task::Entity::update_many(), &retry, now, &node.node_id),
+            &retry,
+        )
+        .filter(dead())
+        .exec_with_returning(&txn)
+        .await?;
+        let changed: Vec<_> = failed.iter().chain(&retried).cloned().collect();
+        if changed.is_empty() {
+            return Ok(RescueOutcome::default());
+        }
+        history::record(&txn, &changed, &node.node_id, now, |task| {
+            task.workflow_status_desc.clone()
+        })
+        .await?;
+        history::notify_remote(&txn, self.origin(), &changed).await?;
+        history::notify_wake(&txn).await?;
+        txn.commit().await?;
+        self.notify_committed();
+        self.publish(&changed);
+        Ok(RescueOutcome {
+            retried: retried.iter().map(|task| task.id).collect(),
+            failed: failed.iter().map(|task| task.id).collect(),
+        })
+    }
+
+    /// Deletes up to `limit` finished tasks (and, by cascade, their history) that stopped
+    /// before `stopped_before`; returns how many. Active tasks are never touched.
+    pub async fn task_prune(
+        &self,
+        stopped_before: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<u64, QueueError> {
+        let ids: Vec<Uuid> = task::Entity::find()
+            .select_only()
+            .column(Column::Id)
+            .filter(Column::WorkflowStoppedDate.lt(stopped_before))
+            .filter(Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
+            .limit(limit)
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        let mut deleted = 0;
+        for chunk in ids.chunks(history::INSERT_CHUNK) {
+            deleted += task::Entity::delete_many()
+                .filter(Column::Id.is_in(chunk.iter().copied()))
+                .filter(Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
+                .exec(&self.db)
+                .await?
+                .rows_affected;
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes the rows of nodes whose last heartbeat is older than `before`. Their tasks, if
+    /// any, still count as held by a dead node.
+    pub async fn node_prune(&self, before: DateTime<Utc>) -> Result<u64, QueueError> {
+        Ok(node::Entity::delete_many()
+            .filter(node::Column::HeartbeatDate.lt(before))
+            .exec(&self.db)
+            .await?
+            .rows_affected)
+    }
+}

@@ -1,0 +1,97 @@
+//! Reads for dashboards and tests: one task, lists and counts by filter, history, nodes.
+
+use sea_orm::sea_query::Condition;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use uuid::Uuid;
+
+use super::Store;
+use super::entity::{node, task, task_event};
+use crate::error::QueueError;
+use crate::state::TaskStatus;
+use crate::task::{Node, Page, StatusCount, Task, TaskEvent, TaskFilter};
+
+/// The WHERE clause of a [`TaskFilter`].
+pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
+    let mut condition = Condition::all();
+    if !filter.statuses.is_empty() {
+        condition =
+            condition.add(task::Column::WorkflowStatus.is_in(filter.statuses.iter().copied()));
+    }
+    if let Some(component) = &filter.component {
+        condition = condition.add(task::Column::ExecutionComponentName.eq(component.as_str()));
+    }
+    if let Some(owner) = filter.owner_id {
+        condition = condition.add(task::Column::OwnerId.eq(owner));
+    }
+    condition
+}
+
+impl Store {
+    pub async fn task_get(&self, id: Uuid) -> Result<Option<Task>, QueueError> {
+        Ok(task::Entity::find_by_id(id).one(&self.db).await?)
+    }
+
+    /// Tasks matching `filter`, newest first.
+    pub async fn task_list(
+        &self,
+        filter: &TaskFilter,
+        page: Page,
+    ) -> Result<Vec<Task>, QueueError> {
+        Ok(task::Entity::find()
+            .filter(filter_condition(filter))
+            .order_by_desc(task::Column::CreatedDate)
+            .order_by_desc(task::Column::Id)
+            .offset(page.offset)
+            .limit(page.limit)
+            .all(&self.db)
+            .await?)
+    }
+
+    pub async fn task_count(&self, filter: &TaskFilter) -> Result<u64, QueueError> {
+        Ok(task::Entity::find()
+            .filter(filter_condition(filter))
+            .count(&self.db)
+            .await?)
+    }
+
+    /// How many tasks each component has in each status.
+    pub async fn task_count_by_status(&self) -> Result<Vec<StatusCount>, QueueError> {
+        let rows: Vec<(String, TaskStatus, i64)> = task::Entity::find()
+            .select_only()
+            .column(task::Column::ExecutionComponentName)
+            .column(task::Column::WorkflowStatus)
+            .column_as(task::Column::Id.count(), "count")
+            .group_by(task::Column::ExecutionComponentName)
+            .group_by(task::Column::WorkflowStatus)
+            .order_by_asc(task::Column::ExecutionComponentName)
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(component, status, count)| StatusCount {
+                component,
+                status,
+                count,
+            })
+            .collect())
+    }
+
+    /// The transitions of a task (and its attempts' errors), oldest first.
+    pub async fn task_history(&self, id: Uuid) -> Result<Vec<TaskEvent>, QueueError> {
+        Ok(task_event::Entity::find()
+            .filter(task_event::Column::TaskId.eq(id))
+            .order_by_asc(task_event::Column::OccurredDate)
+            .order_by_asc(task_event::Column::Id)
+            .all(&self.db)
+            .await?)
+    }
+
+    /// Every node incarnation with a heartbeat row, most recent heartbeat first.
+    pub async fn node_list(&self) -> Result<Vec<Node>, QueueError> {
+        Ok(node::Entity::find()
+            .order_by_desc(node::Column::HeartbeatDate)
+            .all(&self.db)
+            .await?)
+    }
+}

@@ -1,0 +1,167 @@
+//! Admin operations: abandon, retry, lists and counts.
+
+use std::time::Duration;
+
+use queue::testing::TestDatabase;
+use queue::{
+    Checkpoint, Page, Registry, TaskContext, TaskError, TaskExecutor, TaskFilter, TaskSelector,
+    TaskStatus,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{CountingExecutor, new_task, setup};
+
+queue::backend_tests!(queue::schema::QueueMigrator =>
+    abandoning_a_running_task_cancels_it,
+    a_failed_task_can_be_retried,
+    lists_counts_and_filters,
+);
+
+/// Commits an empty batch every 20 ms until told to stop, then reports whether it was told.
+struct Endless {
+    cancelled: tokio::sync::mpsc::UnboundedSender<TaskError>,
+}
+
+#[async_trait::async_trait]
+impl TaskExecutor for Endless {
+    async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
+        let mut round = 0;
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            round += 1;
+            let result = ctx
+                .batch(move |_| {
+                    Box::pin(async move { Ok(Checkpoint::new(json!({ "round": round }))) })
+                })
+                .await;
+            if let Err(error) = result {
+                let _ = self.cancelled.send(error.clone());
+                return Err(error);
+            }
+        }
+    }
+}
+
+async fn abandoning_a_running_task_cancels_it(db: TestDatabase) {
+    let mut bundle = setup(db);
+    let (tx, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry.register("test.endless", Endless { cancelled: tx });
+    let runtime = bundle.start("abandon", registry).await;
+    let task = bundle.enqueue(new_task("test.endless")).await;
+    bundle.wait_status(task.id, TaskStatus::Executing).await;
+
+    let outcome = bundle
+        .store
+        .task_abandon_many(
+            &TaskSelector::Ids(vec![task.id, Uuid::nil()]),
+            "no longer needed",
+            "admin",
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.changed, vec![task.id]);
+    assert_eq!(outcome.skipped, vec![Uuid::nil()]);
+    let error = tokio::time::timeout(Duration::from_secs(10), cancelled.recv())
+        .await
+        .expect("the executor noticed")
+        .unwrap();
+    assert_eq!(error, TaskError::Cancelled);
+    // Idempotent: a second abandon skips it.
+    let again = bundle
+        .store
+        .task_abandon_many(&TaskSelector::Ids(vec![task.id]), "again", "admin")
+        .await
+        .unwrap();
+    assert!(again.changed.is_empty());
+    runtime.shutdown(Duration::from_secs(5)).await;
+    let row = bundle.task(task.id).await;
+    assert_eq!(
+        row.workflow_status,
+        TaskStatus::Abandoned,
+        "the worker did not overwrite it"
+    );
+    assert!(
+        row.workflow_status_desc
+            .unwrap()
+            .contains("no longer needed")
+    );
+}
+
+async fn a_failed_task_can_be_retried(db: TestDatabase) {
+    let mut bundle = setup(db);
+    // Nothing is registered under the component yet: the task ends in ERROR.
+    let runtime = bundle.start("retry-before", Registry::new()).await;
+    let task = bundle.enqueue(new_task("test.later_fixed")).await;
+    bundle.wait_status(task.id, TaskStatus::Error).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+
+    // The fix is deployed; an admin retries everything in ERROR for the component.
+    let counting = CountingExecutor::default();
+    let mut registry = Registry::new();
+    registry.register("test.later_fixed", counting.clone());
+    let runtime = bundle.start("retry-after", registry).await;
+    let filter = TaskFilter {
+        statuses: vec![TaskStatus::Error],
+        component: Some("test.later_fixed".to_owned()),
+        ..TaskFilter::default()
+    };
+    let outcome = bundle
+        .store
+        .task_retry_many(&TaskSelector::Filter(filter), "admin")
+        .await
+        .unwrap();
+    assert_eq!(outcome.changed, vec![task.id]);
+    let done = bundle.wait_status(task.id, TaskStatus::Completed).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(done.attempt, 1, "a retry starts a fresh attempt budget");
+    assert_eq!(counting.runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        !bundle.store.task_retry(task.id, "admin").await.unwrap(),
+        "COMPLETED is final"
+    );
+}
+
+async fn lists_counts_and_filters(db: TestDatabase) {
+    let bundle = setup(db);
+    let owner = Uuid::now_v7();
+    let mine: Vec<_> = (0..3)
+        .map(|_| queue::NewTask::new("test.list", json!({}), owner))
+        .collect();
+    bundle
+        .store
+        .enqueue_many(bundle.store.db(), mine)
+        .await
+        .unwrap();
+    bundle.enqueue(new_task("test.other")).await;
+    let by_owner = TaskFilter {
+        owner_id: Some(owner),
+        ..TaskFilter::default()
+    };
+    assert_eq!(bundle.store.task_count(&by_owner).await.unwrap(), 3);
+    let page = bundle
+        .store
+        .task_list(
+            &by_owner,
+            Page {
+                offset: 1,
+                limit: 10,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 2);
+    let by_component = TaskFilter {
+        component: Some("test.other".to_owned()),
+        statuses: vec![TaskStatus::Queued],
+        ..TaskFilter::default()
+    };
+    assert_eq!(bundle.store.task_count(&by_component).await.unwrap(), 1);
+    let counts = bundle.store.task_count_by_status().await.unwrap();
+    assert!(
+        counts
+            .iter()
+            .any(|c| c.component == "test.list" && c.status == TaskStatus::Queued && c.count == 3)
+    );
+}

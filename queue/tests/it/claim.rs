@@ -1,0 +1,207 @@
+//! Claiming: exactly once under concurrency, never before run_at, by priority then FIFO,
+//! and not for paused components.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use queue::testing::{self, Backend, TestDatabase};
+use queue::{ManualClock, Registry, Runtime, Store, TaskGetAvailableParams, TaskStatus};
+
+use super::{EffectExecutor, new_task, setup};
+
+queue::backend_tests!(queue::schema::QueueMigrator =>
+    concurrent_nodes_run_every_task_exactly_once,
+    run_at_is_never_early,
+    claims_by_priority_then_fifo,
+    paused_components_are_not_claimed,
+);
+
+async fn concurrent_nodes_run_every_task_exactly_once(db: TestDatabase) {
+    let mut bundle = setup(db);
+    testing::create_effect_table(&bundle.db.conn).await;
+    let tasks: Vec<_> = (0..5000).map(|_| new_task("test.effect")).collect();
+    bundle
+        .store
+        .enqueue_many(bundle.store.db(), tasks)
+        .await
+        .unwrap();
+
+    // Separate pools, as separate processes would have: 8 nodes on SQLite, 4 on PostgreSQL.
+    let (nodes, workers) = match bundle.db.backend {
+        Backend::Sqlite => (8, 2),
+        Backend::Postgres => (4, 4),
+    };
+    let mut runtimes = Vec::new();
+    for node in 0..nodes {
+        let conn = queue::database::connect(&bundle.db.url, 4).await.unwrap();
+        let mut registry = Registry::new();
+        registry.register("test.effect", EffectExecutor);
+        let config = queue::RuntimeConfig {
+            workers,
+            ..testing::fast_config(&format!("race-{node}"))
+        };
+        runtimes.push(
+            Runtime::start(config, Store::new(conn), registry)
+                .await
+                .unwrap(),
+        );
+    }
+    bundle.wait_count(TaskStatus::Completed, 5000).await;
+    for runtime in runtimes {
+        runtime.shutdown(Duration::from_secs(5)).await;
+    }
+    assert_eq!(
+        bundle.effects().await,
+        (5000, 5000),
+        "every task ran exactly once"
+    );
+    // Every node took part (nobody was locked out).
+    let claimers = bundle
+        .db
+        .scalar("SELECT COUNT(DISTINCT scheduled_by_process) FROM queue_task")
+        .await;
+    assert!(claimers > 1, "only {claimers} node claimed tasks");
+}
+
+async fn run_at_is_never_early(db: TestDatabase) {
+    // With a clock under the test's control.
+    let t0 = Utc::now();
+    let clock = ManualClock::new(t0);
+    let store = Store::with_clock(db.conn.clone(), Arc::new(clock.clone()));
+    let task = store
+        .enqueue(
+            store.db(),
+            new_task("test.later").with_run_at(t0 + TimeDelta::seconds(2)),
+        )
+        .await
+        .unwrap();
+    let claim = |now| TaskGetAvailableParams {
+        max: 10,
+        now,
+        node_id: "clock-node",
+    };
+    assert!(
+        store
+            .task_get_available(claim(t0))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let almost = t0 + TimeDelta::milliseconds(1999);
+    assert!(
+        store
+            .task_get_available(claim(almost))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.task_next_run_at().await.unwrap(), Some(task.run_at));
+    clock.advance(TimeDelta::seconds(2));
+    let claimed = store
+        .task_get_available(claim(queue::Clock::now(&clock)))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, task.id);
+
+    // And with a running node and the wall clock.
+    let mut bundle = setup(db);
+    let started = Arc::new(std::sync::Mutex::new(None));
+    let mut registry = Registry::new();
+    registry.register("test.when", StartTime(started.clone()));
+    let runtime = bundle.start("run-at", registry).await;
+    let run_at = Utc::now() + TimeDelta::seconds(2);
+    let task = bundle
+        .enqueue(new_task("test.when").with_run_at(run_at))
+        .await;
+    bundle.wait_status(task.id, TaskStatus::Completed).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+    let started_at = started.lock().unwrap().expect("the executor ran");
+    assert!(
+        started_at >= run_at,
+        "started at {started_at}, before run_at {run_at}"
+    );
+}
+
+/// Records when it started.
+struct StartTime(Arc<std::sync::Mutex<Option<chrono::DateTime<Utc>>>>);
+
+#[async_trait::async_trait]
+impl queue::TaskExecutor for StartTime {
+    async fn execute(&self, _ctx: &mut queue::TaskContext) -> Result<(), queue::TaskError> {
+        *self.0.lock().unwrap() = Some(Utc::now());
+        Ok(())
+    }
+}
+
+async fn claims_by_priority_then_fifo(db: TestDatabase) {
+    let bundle = setup(db);
+    let low_1 = bundle.enqueue(new_task("test.order")).await;
+    let high = bundle
+        .enqueue(new_task("test.order").with_priority(5))
+        .await;
+    let low_2 = bundle.enqueue(new_task("test.order")).await;
+    let claimed = bundle
+        .store
+        .task_get_available(TaskGetAvailableParams {
+            max: 2,
+            now: Utc::now(),
+            node_id: "order-node",
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = claimed.iter().map(|t| t.id).collect();
+    assert_eq!(
+        ids,
+        vec![high.id, low_1.id],
+        "claims no more than asked, in order"
+    );
+    let row = &claimed[0];
+    assert_eq!(row.workflow_status, TaskStatus::Scheduling);
+    assert_eq!(row.scheduled_by_process.as_deref(), Some("order-node"));
+    assert!(row.scheduling_started_date.is_some());
+    assert_eq!(row.attempt, 1);
+    assert_eq!(
+        bundle.task(low_2.id).await.workflow_status,
+        TaskStatus::Queued
+    );
+}
+
+async fn paused_components_are_not_claimed(db: TestDatabase) {
+    let bundle = setup(db);
+    let task = bundle.enqueue(new_task("test.paused")).await;
+    assert!(
+        bundle
+            .store
+            .component_pause("test.paused", "admin")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !bundle
+            .store
+            .component_pause("test.paused", "admin")
+            .await
+            .unwrap()
+    );
+    let claim = TaskGetAvailableParams {
+        max: 10,
+        now: Utc::now(),
+        node_id: "pause-node",
+    };
+    assert!(
+        bundle
+            .store
+            .task_get_available(claim)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(bundle.store.task_next_run_at().await.unwrap(), None);
+    assert_eq!(bundle.store.component_paused_list().await.unwrap().len(), 1);
+    assert!(bundle.store.component_resume("test.paused").await.unwrap());
+    let claimed = bundle.store.task_get_available(claim).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, task.id);
+}
