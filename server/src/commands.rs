@@ -8,6 +8,7 @@ use app::api::ssr::AppState;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
 use migration::{Migrator, MigratorTrait};
+use queue::{Registry, Runtime, RuntimeConfig, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
@@ -51,6 +52,18 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
         db.clone(),
     )));
+    let runtime = Runtime::start(
+        RuntimeConfig {
+            system_id: options.system_id.clone(),
+            workers: options.workers,
+            ..RuntimeConfig::default()
+        },
+        Store::new(db.clone()),
+        Registry::new(),
+    )
+    .await
+    .context("starting the task queue")?;
+    tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
     let router = web::router(
         AppState::new(db),
         leptos_options,
@@ -64,11 +77,15 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     let address = listener.local_addr()?;
     tracing::info!(%address, system_id = %options.system_id, "serving");
     println!("bulkq is running at http://{address}");
-    axum::serve(listener, router)
+    let served = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await
-        .context("serving HTTP")?;
-    Ok(())
+        .context("serving HTTP");
+    // HTTP has stopped accepting; now stop claiming and let running tasks finish or hand
+    // them back, whether HTTP ended cleanly or not.
+    let report = runtime.shutdown(options.shutdown_grace).await;
+    tracing::info!(handed_back = report.cancelled, "task queue stopped");
+    served
 }
 
 /// `migrate`.

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -65,6 +66,13 @@ pub struct ServeOptions {
     /// How many people the demo caseload gets on first start.
     #[arg(long, env = "BULKQ_DEMO_PEOPLE", default_value_t = 10_000)]
     pub demo_people: u64,
+    /// Tasks this node executes at once (its executor slots).
+    #[arg(long, env = "BULKQ_WORKERS", default_value_t = queue::runtime::WORKERS_DEFAULT)]
+    pub workers: usize,
+    /// On SIGTERM/SIGINT, how long running tasks may take to finish before they are
+    /// cancelled and handed back to the queue (without spending an attempt).
+    #[arg(long, env = "BULKQ_SHUTDOWN_GRACE", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: Duration,
     /// Mark the session cookie `Secure` (only sent over HTTPS); turn on behind TLS.
     #[arg(long, env = "BULKQ_SECURE_COOKIES")]
     pub secure_cookies: bool,
@@ -124,6 +132,8 @@ mod tests {
         assert_eq!(serve.system_id, "bulkq");
         assert!(!serve.demo);
         assert_eq!(serve.demo_people, 10_000);
+        assert_eq!(serve.workers, 16);
+        assert_eq!(serve.shutdown_grace, Duration::from_secs(30));
     }
 
     #[test]
@@ -138,6 +148,8 @@ mod tests {
             "--system-id",
             "node-a",
             "--demo",
+            "--shutdown-grace",
+            "1m 30s",
         ])
         .unwrap();
         assert_eq!(cli.global.database_url, "postgres://postgres@127.0.0.1/x");
@@ -147,6 +159,7 @@ mod tests {
         assert_eq!(serve.listen.port(), 8080);
         assert_eq!(serve.system_id, "node-a");
         assert!(serve.demo);
+        assert_eq!(serve.shutdown_grace, Duration::from_secs(90));
     }
 
     #[test]

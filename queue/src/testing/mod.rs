@@ -18,6 +18,9 @@ macro_rules! backend_tests {
     ($migrator:ty => $($name:ident),* $(,)?) => {
         $(
             mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn sqlite() {
                     let db = $crate::testing::TestDatabase::create::<$migrator>(
