@@ -4,11 +4,13 @@
 //!
 //! # Layout
 //! - [`config`]: flags and environment (clap).
+//! - [`api`]: the versioned JSON API (`/api/1`).
 //! - [`commands`]: what each subcommand does.
 //! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site checks; [`session_store`]: sessions in
 //!   the database; [`site`]: finding the built site.
 //! - [`demo`]: the demo users and caseload.
 
+pub mod api;
 pub mod auth_gate;
 pub mod commands;
 pub mod config;

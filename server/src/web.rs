@@ -15,6 +15,7 @@ use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
+use crate::api::{self, ApiState};
 use crate::session_store::DatabaseSessionStore;
 use crate::{auth_gate, csrf};
 
@@ -31,7 +32,12 @@ pub struct WebOptions {
 }
 
 /// Builds the application's router.
-pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptions) -> Router {
+pub fn router(
+    state: AppState,
+    api: ApiState,
+    leptos_options: LeptosOptions,
+    options: &WebOptions,
+) -> Router {
     let readiness = state.db.clone();
     let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.db.clone()))
         .with_name(SESSION_COOKIE)
@@ -48,6 +54,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(move || readyz(readiness.clone())))
+        .nest("/api/1", api::router(api))
         .leptos_routes_with_context(&leptos_options, routes, context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))

@@ -4,30 +4,41 @@ use app::api::ssr::AppState;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode, header};
-use caseload::users::{NewStaffUser, Role, create_user};
+use caseload::users::{NewStaffUser, Role, StaffUser, create_user};
 use http_body_util::BodyExt;
 use queue::testing::TestDatabase;
+use server::api::ApiState;
 use server::{site, web};
 use tower::ServiceExt;
 
 pub const PASSWORD: &str = "test-password";
 
-/// The app's router on a test database, with one staff user `sam`.
-pub async fn app(db: &TestDatabase) -> Router {
+/// Creates a user who signs in with [`PASSWORD`].
+pub async fn add_user(db: &TestDatabase, username: &str, role: Role) -> StaffUser {
     create_user(
         &db.conn,
         NewStaffUser {
-            username: "sam".into(),
-            display_name: "Sam".into(),
-            role: Role::Staff,
+            username: username.into(),
+            display_name: username.into(),
+            role,
             password: PASSWORD.into(),
         },
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// The app's router on a test database, with one staff user `sam`.
+pub async fn app(db: &TestDatabase) -> Router {
+    add_user(db, "sam", Role::Staff).await;
     let options = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
+    let api = ApiState {
+        db: db.conn.clone(),
+        store: queue::Store::new(db.conn.clone()),
+    };
     web::router(
         AppState::new(db.conn.clone()),
+        api,
         options,
         &web::WebOptions {
             secure_cookies: false,
@@ -67,15 +78,13 @@ pub fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
 
 /// Signs `sam` in and returns the session cookie (`name=value`).
 pub async fn sign_in(app: &Router) -> String {
-    let (response, body) = send(
-        app,
-        post_form(
-            "/api/sign_in",
-            &format!("username=sam&password={PASSWORD}"),
-            None,
-        ),
-    )
-    .await;
+    sign_in_as(app, "sam").await
+}
+
+/// Signs a user in and returns the session cookie (`name=value`).
+pub async fn sign_in_as(app: &Router, username: &str) -> String {
+    let form = format!("username={username}&password={PASSWORD}");
+    let (response, body) = send(app, post_form("/api/sign_in", &form, None)).await;
     assert!(
         response.status().is_success() || response.status().is_redirection(),
         "sign-in failed: {} {body}",

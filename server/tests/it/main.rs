@@ -4,3 +4,4 @@
 mod caseload_search;
 mod helpers;
 mod sign_in;
+mod tasks_api;

@@ -1,0 +1,168 @@
+//! Task status for API clients: one task, or a page of the caller's tasks.
+//!
+//! What a client sees of a task is deliberately light: never the checkpoint
+//! (`execution_state`) or the error detail (`workflow_status_desc`, for admins in the
+//! dashboard), and not the spec, which can hold thousands of ids.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use chrono::{DateTime, Utc};
+use queue::{Page, Task, TaskFilter, TaskStatus};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::ApiState;
+use super::error::ApiError;
+use super::user::ApiUser;
+
+/// The most tasks one list request returns.
+const MAX_LIST_LIMIT: u64 = 200;
+/// Tasks per list request when the client does not say.
+const DEFAULT_LIST_LIMIT: u64 = 50;
+
+/// The reply to a bulk-action submission: enough to follow the task, nothing more.
+#[derive(Debug, Serialize)]
+pub struct TaskReference {
+    pub id: Uuid,
+    pub created_date: DateTime<Utc>,
+    pub created_by: String,
+    pub workflow_status: TaskStatus,
+    pub links: TaskLinks,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskLinks {
+    /// Where to follow the task's status.
+    #[serde(rename = "self")]
+    pub this: String,
+}
+
+/// A task's status and progress.
+#[derive(Debug, Serialize)]
+pub struct TaskView {
+    pub id: Uuid,
+    pub action: String,
+    pub owner_id: Uuid,
+    pub created_date: DateTime<Utc>,
+    pub created_by: String,
+    pub workflow_status: TaskStatus,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub run_at: DateTime<Utc>,
+    pub execution_started_date: Option<DateTime<Utc>>,
+    pub workflow_stopped_date: Option<DateTime<Utc>>,
+    pub progress_done: i64,
+    pub progress_total: Option<i64>,
+    pub links: TaskLinks,
+}
+
+impl From<&Task> for TaskReference {
+    fn from(task: &Task) -> Self {
+        Self {
+            id: task.id,
+            created_date: task.created_date,
+            created_by: task.created_by.clone(),
+            workflow_status: task.workflow_status,
+            links: links(task.id),
+        }
+    }
+}
+
+impl From<Task> for TaskView {
+    fn from(task: Task) -> Self {
+        Self {
+            links: links(task.id),
+            id: task.id,
+            action: task.execution_component_name,
+            owner_id: task.owner_id,
+            created_date: task.created_date,
+            created_by: task.created_by,
+            workflow_status: task.workflow_status,
+            attempt: task.attempt,
+            max_attempts: task.max_attempts,
+            run_at: task.run_at,
+            execution_started_date: task.execution_started_date,
+            workflow_stopped_date: task.workflow_stopped_date,
+            progress_done: task.progress_done,
+            progress_total: task.progress_total,
+        }
+    }
+}
+
+fn links(id: Uuid) -> TaskLinks {
+    TaskLinks {
+        this: format!("/api/1/tasks/{id}"),
+    }
+}
+
+/// `GET /api/1/tasks/{id}`: the owner's or, for admins, anyone's task. Others get a 404, so
+/// task ids of other users cannot even be confirmed to exist.
+pub async fn get_task(
+    State(state): State<ApiState>,
+    user: ApiUser,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    let id =
+        Uuid::parse_str(&id).map_err(|_| ApiError::bad_request("The task id is not a UUID."))?;
+    match state.store.task_get(id).await? {
+        Some(task) if user.may_see(task.owner_id) => Ok(Json(task.into())),
+        _ => Err(ApiError::not_found("task")),
+    }
+}
+
+/// Query parameters of `GET /api/1/tasks`.
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    /// Only the caller's own tasks. Staff always get only their own; for admins this is the
+    /// switch between their own and everyone's.
+    mine: Option<String>,
+    status: Option<TaskStatus>,
+    #[serde(default)]
+    offset: u64,
+    limit: Option<u64>,
+}
+
+/// A page of tasks, newest first.
+#[derive(Debug, Serialize)]
+pub struct TaskList {
+    pub tasks: Vec<TaskView>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// `GET /api/1/tasks?mine&status=…&offset=…&limit=…`.
+pub async fn list_tasks(
+    State(state): State<ApiState>,
+    user: ApiUser,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TaskList>, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+    if limit == 0 || limit > MAX_LIST_LIMIT {
+        return Err(ApiError::invalid([(
+            "limit".to_owned(),
+            format!("must be between 1 and {MAX_LIST_LIMIT}"),
+        )]));
+    }
+    let only_mine = query.mine.is_some() || !user.is_admin();
+    let filter = TaskFilter {
+        statuses: query.status.into_iter().collect(),
+        component: None,
+        owner_id: only_mine.then_some(user.0.id),
+    };
+    let page = Page {
+        offset: query.offset,
+        limit,
+    };
+    let (tasks, total) = tokio::try_join!(
+        state.store.task_list(&filter, page),
+        state.store.task_count(&filter)
+    )?;
+    Ok(Json(TaskList {
+        tasks: tasks.into_iter().map(TaskView::from).collect(),
+        total,
+        offset: query.offset,
+        limit,
+    }))
+}
