@@ -13,9 +13,21 @@ pub fn count(n: u64) -> String {
     grouped
 }
 
+/// `1, "task", "tasks"` → `"1 task"`; `2500, …` → `"2,500 tasks"`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::count;
+    use super::{count, plural};
+
+    #[test]
+    fn picks_the_noun_form() {
+        assert_eq!(plural(1, "task", "tasks"), "1 task");
+        assert_eq!(plural(0, "task", "tasks"), "0 tasks");
+        assert_eq!(plural(2500, "task", "tasks"), "2,500 tasks");
+    }
 
     #[test]
     fn groups_thousands() {

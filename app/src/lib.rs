@@ -7,11 +7,13 @@
 //! - [`components`]: pieces shared by several pages.
 //! - [`error`]: [`error::AppError`], the one error that crosses the wire.
 //! - [`format`]: numbers for people to read.
+//! - [`live`]: the browser's end of the live task stream.
 
 pub mod api;
 pub mod components;
 pub mod error;
 pub mod format;
+pub mod live;
 pub mod pages;
 
 use leptos::prelude::*;
@@ -19,7 +21,9 @@ use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::StaticSegment;
 use leptos_router::components::{Route, Router, Routes};
 
-use crate::pages::{caseload::CaseloadPage, not_found::NotFound, sign_in::SignInPage};
+use crate::pages::{
+    caseload::CaseloadPage, my_tasks::MyTasksPage, not_found::NotFound, sign_in::SignInPage,
+};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -53,6 +57,7 @@ pub fn App() -> impl IntoView {
             <Routes fallback=NotFound>
                 <Route path=StaticSegment("") view=CaseloadPage />
                 <Route path=StaticSegment("login") view=SignInPage />
+                <Route path=StaticSegment("tasks") view=MyTasksPage />
             </Routes>
         </Router>
     }

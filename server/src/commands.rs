@@ -12,7 +12,6 @@ use queue::{Registry, Runtime, RuntimeConfig, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
-use crate::api::ApiState;
 use crate::config::{CreateUserArgs, SeedArgs, ServeOptions};
 use crate::session_store::DatabaseSessionStore;
 use crate::{demo, site, web};
@@ -65,13 +64,8 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     .await
     .context("starting the task queue")?;
     tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
-    let api = ApiState {
-        db: db.clone(),
-        store: runtime.store().clone(),
-    };
     let router = web::router(
-        AppState::new(db),
-        api,
+        AppState::new(db, runtime.store().clone()),
         leptos_options,
         &web::WebOptions {
             secure_cookies: options.secure_cookies,

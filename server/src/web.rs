@@ -15,7 +15,7 @@ use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
-use crate::api::{self, ApiState};
+use crate::api;
 use crate::session_store::DatabaseSessionStore;
 use crate::{auth_gate, csrf};
 
@@ -32,12 +32,7 @@ pub struct WebOptions {
 }
 
 /// Builds the application's router.
-pub fn router(
-    state: AppState,
-    api: ApiState,
-    leptos_options: LeptosOptions,
-    options: &WebOptions,
-) -> Router {
+pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptions) -> Router {
     let readiness = state.db.clone();
     let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.db.clone()))
         .with_name(SESSION_COOKIE)
@@ -46,6 +41,7 @@ pub fn router(
         .with_secure(options.secure_cookies)
         .with_expiry(Expiry::OnInactivity(SESSION_IDLE_TIMEOUT));
     let routes = generate_route_list(App);
+    let api = api::router(state.clone());
     let context = move || provide_context(state.clone());
     let render = {
         let leptos_options = leptos_options.clone();
@@ -54,7 +50,7 @@ pub fn router(
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(move || readyz(readiness.clone())))
-        .nest("/api/1", api::router(api))
+        .nest("/api/1", api)
         .leptos_routes_with_context(&leptos_options, routes, context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))

@@ -6,3 +6,4 @@ pub mod caseload;
 pub mod login_throttle;
 #[cfg(feature = "ssr")]
 pub mod ssr;
+pub mod tasks;

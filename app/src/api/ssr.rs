@@ -18,14 +18,17 @@ pub const SESSION_USER_ID: &str = "user_id";
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub db: DatabaseConnection,
+    /// The task queue: enqueueing, task lists and the stream of task changes.
+    pub store: queue::Store,
     /// Sign-in attempts per username, shared by every request to this node.
     pub login_throttle: std::sync::Arc<crate::api::login_throttle::LoginThrottle>,
 }
 
 impl AppState {
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: DatabaseConnection, store: queue::Store) -> Self {
         Self {
             db,
+            store,
             login_throttle: Default::default(),
         }
     }

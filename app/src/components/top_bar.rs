@@ -15,6 +15,7 @@ pub fn TopBar() -> impl IntoView {
             <a class="brand" href="/">"bulkq"</a>
             <nav aria-label="Main">
                 <a href="/">"Caseload"</a>
+                <a href="/tasks">"My tasks"</a>
             </nav>
             <div class="who">
                 <Transition fallback=|| ()>

@@ -1,5 +1,6 @@
 //! One module per route.
 
 pub mod caseload;
+pub mod my_tasks;
 pub mod not_found;
 pub mod sign_in;

@@ -6,25 +6,20 @@
 //! with a generic 500 that reveals nothing.
 
 pub mod error;
+pub mod events;
 pub mod json;
 pub mod tasks;
 pub mod user;
 
+use app::api::ssr::AppState;
 use axum::Router;
 use axum::routing::get;
-use sea_orm::DatabaseConnection;
-
-/// What API handlers need.
-#[derive(Clone, Debug)]
-pub struct ApiState {
-    pub db: DatabaseConnection,
-    pub store: queue::Store,
-}
 
 /// The `/api/1` routes, ready to nest in a router with any state.
-pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>(state: AppState) -> Router<S> {
     Router::new()
         .route("/tasks", get(tasks::list_tasks))
         .route("/tasks/{id}", get(tasks::get_task))
+        .route("/task-events", get(events::task_events))
         .with_state(state)
 }

@@ -11,9 +11,9 @@ use queue::{Page, Task, TaskFilter, TaskStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::ApiState;
 use super::error::ApiError;
 use super::user::ApiUser;
+use app::api::ssr::AppState;
 
 /// The most tasks one list request returns.
 const MAX_LIST_LIMIT: u64 = 200;
@@ -98,7 +98,7 @@ fn links(id: Uuid) -> TaskLinks {
 /// `GET /api/1/tasks/{id}`: the owner's or, for admins, anyone's task. Others get a 404, so
 /// task ids of other users cannot even be confirmed to exist.
 pub async fn get_task(
-    State(state): State<ApiState>,
+    State(state): State<AppState>,
     user: ApiUser,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
@@ -133,7 +133,7 @@ pub struct TaskList {
 
 /// `GET /api/1/tasks?mine&status=…&offset=…&limit=…`.
 pub async fn list_tasks(
-    State(state): State<ApiState>,
+    State(state): State<AppState>,
     user: ApiUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<TaskList>, ApiError> {

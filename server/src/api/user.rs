@@ -7,8 +7,8 @@ use caseload::users::{Role, StaffUser};
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use super::ApiState;
 use super::error::ApiError;
+use app::api::ssr::AppState;
 
 /// The staff user making the request; extracting it answers 401 for anonymous requests.
 pub struct ApiUser(pub StaffUser);
@@ -24,10 +24,10 @@ impl ApiUser {
     }
 }
 
-impl FromRequestParts<ApiState> for ApiUser {
+impl FromRequestParts<AppState> for ApiUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let session = Session::from_request_parts(parts, state)
             .await
             .map_err(|(_, message)| ApiError::internal(message))?;

@@ -7,7 +7,6 @@ use axum::http::{Request, Response, StatusCode, header};
 use caseload::users::{NewStaffUser, Role, StaffUser, create_user};
 use http_body_util::BodyExt;
 use queue::testing::TestDatabase;
-use server::api::ApiState;
 use server::{site, web};
 use tower::ServiceExt;
 
@@ -30,15 +29,15 @@ pub async fn add_user(db: &TestDatabase, username: &str, role: Role) -> StaffUse
 
 /// The app's router on a test database, with one staff user `sam`.
 pub async fn app(db: &TestDatabase) -> Router {
+    app_with_store(db, queue::Store::new(db.conn.clone())).await
+}
+
+/// The app's router using `store` for the queue (to see its events), with the user `sam`.
+pub async fn app_with_store(db: &TestDatabase, store: queue::Store) -> Router {
     add_user(db, "sam", Role::Staff).await;
     let options = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
-    let api = ApiState {
-        db: db.conn.clone(),
-        store: queue::Store::new(db.conn.clone()),
-    };
     web::router(
-        AppState::new(db.conn.clone()),
-        api,
+        AppState::new(db.conn.clone(), store),
         options,
         &web::WebOptions {
             secure_cookies: false,

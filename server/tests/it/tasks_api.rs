@@ -12,7 +12,10 @@ queue::backend_tests!(Migrator => owners_and_admins_see_a_task, lists_are_scoped
 
 /// Enqueues a task owned by `owner` (no runtime runs in these tests, so it stays QUEUED).
 async fn enqueue_for(db: &TestDatabase, owner: Uuid) -> Uuid {
-    let store = Store::new(db.conn.clone());
+    enqueue_through(&Store::new(db.conn.clone()), owner).await
+}
+
+async fn enqueue_through(store: &Store, owner: Uuid) -> Uuid {
     let mut txn = store.begin_queue().await.unwrap();
     let task = txn
         .enqueue(NewTask::new("test.noop", json!({"secret": "spec"}), owner))
@@ -109,4 +112,71 @@ async fn lists_are_scoped_and_checked(db: TestDatabase) {
     assert!(body.contains("\"limit\""), "{body}");
     let (response, body) = send(&app, get("/api/1/tasks?status=BOGUS", Some(&lee_cookie))).await;
     assert_status(&response, &body, StatusCode::BAD_REQUEST);
+}
+
+queue::backend_tests!(Migrator => my_tasks_lists_only_mine, the_task_stream_pushes_my_changes);
+
+async fn my_tasks_lists_only_mine(db: TestDatabase) {
+    let app = app(&db).await;
+    let lee = add_user(&db, "lee", Role::Staff).await;
+    let task_id = enqueue_for(&db, lee.id).await;
+
+    let lee_cookie = sign_in_as(&app, "lee").await;
+    let (response, body) = send(
+        &app,
+        post_form("/api/my_tasks", "page=0", Some(&lee_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    let page: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["tasks"][0]["id"], task_id.to_string());
+    assert_eq!(page["tasks"][0]["status"], "QUEUED");
+
+    let sam_cookie = sign_in(&app).await;
+    let (_, body) = send(
+        &app,
+        post_form("/api/my_tasks", "page=0", Some(&sam_cookie)),
+    )
+    .await;
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["total"], 0);
+    let (response, body) = send(&app, post_form("/api/my_tasks", "page=0", None)).await;
+    assert_status(&response, &body, StatusCode::UNAUTHORIZED);
+}
+
+async fn the_task_stream_pushes_my_changes(db: TestDatabase) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    // Events are announced by the `Store` that commits them, so enqueue through the router's.
+    let store = Store::new(db.conn.clone());
+    let app = app_with_store(&db, store.clone()).await;
+    let lee = add_user(&db, "lee", Role::Staff).await;
+    let other = add_user(&db, "other", Role::Staff).await;
+    let lee_cookie = sign_in_as(&app, "lee").await;
+
+    let (response, _) = send(&app, get("/api/1/task-events", None)).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+
+    let response = app
+        .clone()
+        .oneshot(get("/api/1/task-events", Some(&lee_cookie)))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+
+    // Another user's task is not sent to lee; lee's own is, as soon as it commits.
+    enqueue_through(&store, other.id).await;
+    let mine = enqueue_through(&store, lee.id).await;
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame())
+        .await
+        .expect("an event arrives")
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap();
+    assert!(text.starts_with("event: task\n"), "{text}");
+    assert!(text.contains(&mine.to_string()), "{text}");
+    assert!(text.contains("\"status\":\"QUEUED\""), "{text}");
 }

@@ -1,0 +1,75 @@
+//! Live task updates in the browser: an `EventSource` on the server's task stream
+//! (`/api/1/task-events`), which the server feeds from the queue's own event stream (across
+//! nodes via PostgreSQL LISTEN). The server pushes; the browser never polls.
+
+use leptos::prelude::*;
+
+use crate::api::tasks::TaskUpdate;
+
+/// The server-sent events endpoint.
+pub const TASK_EVENTS_PATH: &str = "/api/1/task-events";
+
+/// What the stream says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveMessage {
+    /// A task changed.
+    Task(TaskUpdate),
+    /// The stream (re)connected or fell behind: updates may have been missed, so whatever
+    /// the page shows should be fetched again.
+    Resync,
+}
+
+/// Calls `on_message` for every message of the task stream while the calling component is
+/// mounted. Runs only in the browser (it is an effect); on the server it does nothing.
+pub fn use_task_stream(on_message: impl Fn(LiveMessage) + Clone + 'static) {
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        browser::connect(on_message.clone());
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &on_message;
+    });
+}
+
+#[cfg(feature = "hydrate")]
+mod browser {
+    use send_wrapper::SendWrapper;
+    use web_sys::wasm_bindgen::JsCast;
+    use web_sys::wasm_bindgen::closure::Closure;
+    use web_sys::{EventSource, MessageEvent};
+
+    use super::{LiveMessage, TASK_EVENTS_PATH};
+    use leptos::prelude::on_cleanup;
+
+    pub fn connect(on_message: impl Fn(LiveMessage) + Clone + 'static) {
+        let Ok(source) = EventSource::new(TASK_EVENTS_PATH) else {
+            leptos::logging::error!("cannot open the live task stream");
+            return;
+        };
+        let on_task = {
+            let on_message = on_message.clone();
+            Closure::<dyn Fn(MessageEvent)>::new(move |event: MessageEvent| {
+                let Some(data) = event.data().as_string() else {
+                    return;
+                };
+                match serde_json::from_str(&data) {
+                    Ok(update) => on_message(LiveMessage::Task(update)),
+                    Err(error) => leptos::logging::error!("unreadable task update: {error}"),
+                }
+            })
+        };
+        // `open` fires on every (re)connection: anything sent while disconnected was missed.
+        let on_open = {
+            let on_message = on_message.clone();
+            Closure::<dyn Fn(MessageEvent)>::new(move |_| on_message(LiveMessage::Resync))
+        };
+        let on_resync =
+            Closure::<dyn Fn(MessageEvent)>::new(move |_| on_message(LiveMessage::Resync));
+        let _ = source.add_event_listener_with_callback("task", on_task.as_ref().unchecked_ref());
+        let _ =
+            source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
+        source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        // The closures must live as long as the connection; both go when the component does.
+        let held = SendWrapper::new((source, on_task, on_open, on_resync));
+        on_cleanup(move || held.take().0.close());
+    }
+}

@@ -1,0 +1,157 @@
+//! "My tasks": the signed-in user's tasks, newest first, kept current by the server's live
+//! task stream: statuses and progress bars move without a reload.
+
+use std::collections::HashMap;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use uuid::Uuid;
+
+use crate::api::tasks::{TaskRow, TaskUpdate, action_label, list_my_tasks};
+use crate::components::top_bar::TopBar;
+use crate::format;
+use crate::live::{LiveMessage, use_task_stream};
+
+/// Renders the user's tasks with live status and progress.
+#[component]
+pub fn MyTasksPage() -> impl IntoView {
+    // Bumped to fetch the list again: a task appeared that the page has not seen, or the
+    // stream (re)connected and may have missed changes.
+    let reload = RwSignal::new(0u64);
+    let tasks = Resource::new(move || reload.get(), |_| list_my_tasks(0));
+    let live: RwSignal<HashMap<Uuid, TaskUpdate>> = RwSignal::new(HashMap::new());
+
+    use_task_stream(move |message| match message {
+        LiveMessage::Task(update) => {
+            let known = tasks
+                .get_untracked()
+                .and_then(Result::ok)
+                .is_some_and(|page| page.tasks.iter().any(|t| t.id == update.task_id));
+            if known {
+                live.update(|live| {
+                    live.insert(update.task_id, update);
+                });
+            } else {
+                reload.update(|n| *n += 1);
+            }
+        }
+        LiveMessage::Resync => reload.update(|n| *n += 1),
+    });
+
+    view! {
+        <Title text="My tasks · bulkq" />
+        <TopBar />
+        <main>
+            <h1>"My tasks"</h1>
+            <Transition fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tasks.await {
+                        Ok(page) if page.tasks.is_empty() => {
+                            view! {
+                                <p class="empty" data-testid="tasks-empty">
+                                    "You have no tasks yet. Select people on the "
+                                    <a href="/">"caseload"</a>
+                                    " and choose a bulk action."
+                                </p>
+                            }
+                                .into_any()
+                        }
+                        Ok(page) => {
+                            live.set(HashMap::new());
+                            view! {
+                                <p>{format::plural(page.total, "task", "tasks")}</p>
+                                <ul class="task-list">
+                                    {page
+                                        .tasks
+                                        .into_iter()
+                                        .map(|task| view! { <TaskItem task live /> })
+                                        .collect_view()}
+                                </ul>
+                            }
+                                .into_any()
+                        }
+                        Err(error) => {
+                            view! { <p class="error" role="alert">{error.to_string()}</p> }
+                                .into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </main>
+    }
+}
+
+/// One task: action, status badge, progress bar and times; status and progress follow the
+/// live stream.
+#[component]
+fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl IntoView {
+    let id = task.id;
+    let initial = TaskUpdate {
+        task_id: id,
+        status: task.status.clone(),
+        progress_done: task.progress_done,
+        progress_total: task.progress_total,
+    };
+    // What the live stream last said about this task, else what the page was rendered with.
+    let current = Memo::new(move |_| {
+        live.with(|live| live.get(&id).cloned())
+            .unwrap_or_else(|| initial.clone())
+    });
+    let status = move || current.get().status;
+    let progress = move || {
+        let update = current.get();
+        match update.progress_total {
+            Some(total) if total > 0 => (update.progress_done, total),
+            // Without a known total, only success shows a full bar.
+            _ if update.status == "COMPLETED" => (1, 1),
+            _ => (0, 1),
+        }
+    };
+    view! {
+        <li class="task" data-task-id=id.to_string()>
+            <div class="task-head">
+                <span class="task-action">{action_label(&task.action).to_owned()}</span>
+                <span class=move || format!("badge badge-{}", status().to_lowercase()) data-testid="task-status">
+                    {status}
+                </span>
+            </div>
+            <progress
+                max=move || progress().1
+                value=move || progress().0
+                aria-label="Progress"
+            ></progress>
+            <div class="task-meta">
+                <span>{move || {
+                    let (done, total) = progress();
+                    current.get()
+                        .progress_total
+                        .map(|_| format!("{} of {} done", format::count(done as u64), format::count(total as u64)))
+                        .unwrap_or_default()
+                }}</span>
+                <time datetime=task.created.clone()>{format!("Submitted {}", short_time(&task.created))}</time>
+            </div>
+        </li>
+    }
+}
+
+/// `2026-11-21T18:05:09.123+00:00` → `2026-11-21 18:05 UTC`.
+fn short_time(rfc3339: &str) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..16)) {
+        (Some(date), Some(time)) => format!("{date} {time} UTC"),
+        _ => rfc3339.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_time;
+
+    #[test]
+    fn times_are_shown_to_the_minute() {
+        assert_eq!(
+            short_time("2026-11-21T18:05:09.123+00:00"),
+            "2026-11-21 18:05 UTC"
+        );
+        assert_eq!(short_time("garbage"), "garbage");
+    }
+}

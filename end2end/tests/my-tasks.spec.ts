@@ -1,0 +1,16 @@
+import { expect, test } from '@playwright/test';
+import { hydrated, signIn, users } from './helpers';
+
+test('my tasks is reachable from the top bar and says when there is nothing yet', async ({ page }, testInfo) => {
+  await signIn(page, users.admin);
+  await page.getByRole('link', { name: 'My tasks' }).click();
+  await expect(page).toHaveURL(/\/tasks$/);
+  await expect(page.getByRole('heading', { name: 'My tasks' })).toBeVisible();
+  await expect(page.getByTestId('tasks-empty')).toContainText('You have no tasks yet');
+  await hydrated(page);
+  await testInfo.attach('my-tasks', { body: await page.screenshot({ fullPage: true }), contentType: 'image/png' });
+  // Anonymous visitors cannot see it.
+  await page.context().clearCookies();
+  await page.goto('/tasks');
+  await expect(page).toHaveURL(/\/login$/);
+});
