@@ -185,12 +185,12 @@ impl TaskContext {
             return Err(TaskError::Cancelled);
         }
         let txn = self.store.begin_write().await?;
-        let checkpoint = work(&txn).await?;
+        let checkpoint = work(&*txn).await?;
         let now = self.store.clock().now();
         let saved = self
             .store
             .task_checkpoint_if_executing(
-                &txn,
+                &*txn,
                 self.task.id,
                 self.task.lease_version,
                 &checkpoint,

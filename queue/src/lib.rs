@@ -93,7 +93,9 @@ pub use runtime::{Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport};
 pub use state::{AttemptInfo, AttemptOutcome, RetryPolicy, TaskStatus, Transition, after_attempt};
 pub use store::claim::Checkpoint;
 pub use store::transition::Finish;
-pub use store::{NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams};
+pub use store::{
+    NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams, WriteTransaction,
+};
 pub use task::{
     BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,
     StatusCount, Task, TaskEvent, TaskFilter, TaskSelector,

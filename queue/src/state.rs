@@ -45,8 +45,9 @@ pub enum TaskStatus {
     #[sea_orm(string_value = "QUEUED")]
     Queued,
     /// Claimed by a node (`scheduled_by_process`) that has a free executor slot for it. The
-    /// same node moves it to `Executing` right away; the rescuer moves it back to `Queued` if
-    /// that node dies first.
+    /// claiming transaction itself moves it on to `Executing` (the node starts what it
+    /// claims at once), so other readers see this status only in the task's history; the
+    /// rescuer treats it like `Executing`.
     #[sea_orm(string_value = "SCHEDULING")]
     Scheduling,
     /// An executor is running it. The worker moves it to `Completed`, `Queued` (retry or

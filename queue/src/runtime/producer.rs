@@ -21,6 +21,11 @@ use crate::store::{Store, TaskGetAvailableParams};
 const MIN_POLL: Duration = Duration::from_millis(20);
 /// Pause after a failed claim (database unreachable, say).
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
+/// With a backlog (the last claim filled every free slot), how long the producer lets
+/// further slots free up before claiming again. Without it, slots freed one by one would be
+/// refilled one by one, each claim costing a commit; with it, claims come in batches. Not
+/// applied when the queue was drained, so a new task still starts at once.
+const BACKLOG_COOLDOWN: Duration = Duration::from_millis(5);
 
 pub(crate) struct Producer {
     pub store: Store,
@@ -41,6 +46,7 @@ pub(crate) struct ProduceOutcome {
 impl Producer {
     pub async fn run(self) {
         let mut wake = self.store.wake_receiver();
+        let mut backlog = false;
         loop {
             let first = tokio::select! {
                 biased;
@@ -48,17 +54,21 @@ impl Producer {
                 permit = self.slots.clone().acquire_owned() => permit,
             };
             let Ok(first) = first else { break };
+            if backlog {
+                tokio::time::sleep(BACKLOG_COOLDOWN).await;
+            }
             let mut permits = vec![first];
             while let Ok(permit) = self.slots.clone().try_acquire_owned() {
                 permits.push(permit);
             }
             // Anything enqueued after this point changes `wake` and ends the wait below.
             wake.borrow_and_update();
+            backlog = false;
             match self.run_once(permits).await {
                 Ok(outcome) if outcome.claimed < outcome.asked => {
                     self.wait_for_work(&mut wake).await
                 }
-                Ok(_) => {}
+                Ok(_) => backlog = true,
                 Err(error) => {
                     tracing::warn!(%error, "claiming tasks failed");
                     tokio::select! {
@@ -70,15 +80,15 @@ impl Producer {
         }
     }
 
-    /// Claims as many tasks as there are `permits`, starts them, and spawns a worker for
-    /// each with one permit; the unused permits are released.
+    /// Claims (and starts) as many tasks as there are `permits` and spawns a worker for each
+    /// with one permit; the unused permits are released.
     pub async fn run_once(
         &self,
         permits: Vec<OwnedSemaphorePermit>,
     ) -> Result<ProduceOutcome, QueueError> {
         let asked = permits.len();
         let node_id = &self.worker.node_id;
-        let claimed = self
+        let started = self
             .store
             .task_get_available(TaskGetAvailableParams {
                 max: u32::try_from(asked).unwrap_or(u32::MAX),
@@ -86,17 +96,11 @@ impl Producer {
                 node_id,
             })
             .await?;
-        let started = self
-            .store
-            .task_start_many_if_scheduling(&claimed, self.store.clock().now(), node_id)
-            .await?;
+        let claimed = started.len();
         for (task, permit) in started.into_iter().zip(permits) {
             self.tracker.spawn(self.worker.clone().run(task, permit));
         }
-        Ok(ProduceOutcome {
-            asked,
-            claimed: claimed.len(),
-        })
+        Ok(ProduceOutcome { asked, claimed })
     }
 
     async fn wait_for_work(&self, wake: &mut watch::Receiver<u64>) {

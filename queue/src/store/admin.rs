@@ -81,7 +81,7 @@ impl Store {
                     let update = update().filter(Column::Id.is_in(chunk.iter().copied()));
                     changed.extend(
                         guarded(update, transition)
-                            .exec_with_returning(&txn)
+                            .exec_with_returning(&*txn)
                             .await?,
                     );
                 }
@@ -89,19 +89,19 @@ impl Store {
             TaskSelector::Filter(filter) => {
                 let update = update().filter(filter_condition(filter));
                 changed = guarded(update, transition)
-                    .exec_with_returning(&txn)
+                    .exec_with_returning(&*txn)
                     .await?;
             }
         }
-        history::record(&txn, &changed, actor, now, |task| {
+        history::record(&*txn, &changed, actor, now, |task| {
             task.workflow_status_desc.clone()
         })
         .await?;
-        history::notify_remote(&txn, self.origin(), &changed).await?;
+        history::notify_remote(&*txn, self.origin(), &changed).await?;
         let requeued =
             transition.target() == crate::state::TaskStatus::Queued && !changed.is_empty();
         if requeued {
-            history::notify_wake(&txn).await?;
+            history::notify_wake(&*txn).await?;
         }
         txn.commit().await?;
         if requeued {
@@ -129,6 +129,7 @@ impl Store {
             paused_date: Set(self.clock.now()),
             paused_by: Set(actor.to_owned()),
         };
+        let txn = self.begin_write().await?;
         let inserted = component_pause::Entity::insert(row)
             .on_conflict(
                 OnConflict::column(component_pause::Column::Component)
@@ -136,19 +137,24 @@ impl Store {
                     .to_owned(),
             )
             .try_insert()
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&*txn)
             .await?;
+        txn.commit().await?;
         Ok(matches!(inserted, sea_orm::TryInsertResult::Inserted(n) if n > 0))
     }
 
     /// Lets nodes claim tasks of `component` again; `true` if it was paused.
     pub async fn component_resume(&self, component: &str) -> Result<bool, QueueError> {
+        let txn = self.begin_write().await?;
         let deleted = component_pause::Entity::delete_many()
             .filter(component_pause::Column::Component.eq(component))
-            .exec(&self.db)
+            .exec(&*txn)
             .await?;
         if deleted.rows_affected > 0 {
-            history::notify_wake(&self.db).await?;
+            history::notify_wake(&*txn).await?;
+        }
+        txn.commit().await?;
+        if deleted.rows_affected > 0 {
             self.notify_committed();
         }
         Ok(deleted.rows_affected > 0)

@@ -36,8 +36,11 @@ struct NextRunAt {
 }
 
 impl Store {
-    /// Claims up to `max` due tasks for `node_id` (QUEUED → SCHEDULING, attempt and lease
-    /// bumped), in priority then FIFO order.
+    /// Claims up to `max` due tasks for `node_id`, in priority then FIFO order, and starts
+    /// them: QUEUED → SCHEDULING (attempt and lease bumped) → EXECUTING, both steps in one
+    /// transaction. The node starts every task it claims at once (it claims no more than
+    /// it has free slots), so committing the start separately would only double the cost
+    /// of a claim; both steps are still recorded in the history.
     pub async fn task_get_available(
         &self,
         params: TaskGetAvailableParams<'_>,
@@ -55,59 +58,34 @@ impl Store {
                 i64::from(params.max).into(),
             ],
         );
-        let mut claimed = Task::find_by_statement(statement).all(&txn).await?;
+        let claimed = Task::find_by_statement(statement).all(&*txn).await?;
         if claimed.is_empty() {
             return Ok(claimed);
         }
-        // RETURNING gives no order; hand them out in the order they were chosen.
-        claimed.sort_by(|a, b| {
-            (b.priority.cmp(&a.priority))
-                .then(a.run_at.cmp(&b.run_at))
-                .then(a.id.cmp(&b.id))
-        });
-        history::record(&txn, &claimed, params.node_id, params.now, |_| None).await?;
-        history::notify_remote(&txn, self.origin(), &claimed).await?;
-        txn.commit().await?;
-        self.publish(&claimed);
-        Ok(claimed)
-    }
-
-    /// Marks claimed tasks as started (SCHEDULING → EXECUTING) in one statement and returns
-    /// those still held; a task taken away since its claim is left out.
-    pub async fn task_start_many_if_scheduling(
-        &self,
-        claimed: &[Task],
-        now: DateTime<Utc>,
-        node_id: &str,
-    ) -> Result<Vec<Task>, QueueError> {
-        if claimed.is_empty() {
-            return Ok(Vec::new());
-        }
-        let txn = self.begin_write().await?;
-        let started = task::Entity::update_many()
+        history::record(&*txn, &claimed, params.node_id, params.now, |_| None).await?;
+        let mut started = task::Entity::update_many()
             .col_expr(
                 Column::WorkflowStatus,
                 Expr::value(TaskStatus::Executing.as_str()),
             )
-            .col_expr(Column::ExecutionStartedDate, Expr::value(now))
-            .col_expr(Column::ModifiedDate, Expr::value(now))
+            .col_expr(Column::ExecutionStartedDate, Expr::value(params.now))
             .filter(Column::WorkflowStatus.eq(TaskStatus::Scheduling))
             .filter(held_by_lease(
                 claimed.iter().map(|t| (t.id, t.lease_version)),
             ))
-            .exec_with_returning(&txn)
+            .exec_with_returning(&*txn)
             .await?;
-        history::record(&txn, &started, node_id, now, |_| None).await?;
-        history::notify_remote(&txn, self.origin(), &started).await?;
+        history::record(&*txn, &started, params.node_id, params.now, |_| None).await?;
+        history::notify_remote(&*txn, self.origin(), &started).await?;
         txn.commit().await?;
         self.publish(&started);
-        let mut by_claim_order = Vec::with_capacity(started.len());
-        for task in claimed {
-            if let Some(row) = started.iter().find(|row| row.id == task.id) {
-                by_claim_order.push(row.clone());
-            }
-        }
-        Ok(by_claim_order)
+        // RETURNING gives no order; hand them out in the order they were chosen.
+        started.sort_by(|a, b| {
+            (b.priority.cmp(&a.priority))
+                .then(a.run_at.cmp(&b.run_at))
+                .then(a.id.cmp(&b.id))
+        });
+        Ok(started)
     }
 
     /// The earliest `run_at` of a queued task of an unpaused component.

@@ -18,9 +18,9 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::Store;
 use super::entity::task::{self, ActiveModel, Column};
 use super::history::{self, INSERT_CHUNK};
+use super::{Store, WriteTransaction};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, Task};
@@ -184,7 +184,7 @@ async fn active_with_key<C: ConnectionTrait>(conn: &C, model: &Task) -> Result<T
 /// [`QueueTransaction::enqueue`], and finish with [`QueueTransaction::commit`], which commits
 /// and then wakes the producers and announces the new tasks. Dropping it rolls back.
 pub struct QueueTransaction {
-    txn: DatabaseTransaction,
+    txn: WriteTransaction,
     store: Store,
     /// Announced to subscribers once the commit has succeeded.
     enqueued: Vec<Task>,
@@ -192,13 +192,13 @@ pub struct QueueTransaction {
 
 impl QueueTransaction {
     pub async fn enqueue(&mut self, task: NewTask) -> Result<Task, QueueError> {
-        let row = self.store.enqueue(&self.txn, task).await?;
+        let row = self.store.enqueue(&*self.txn, task).await?;
         self.enqueued.push(row.clone());
         Ok(row)
     }
 
     pub async fn enqueue_many(&mut self, tasks: Vec<NewTask>) -> Result<Vec<Task>, QueueError> {
-        let rows = self.store.enqueue_many(&self.txn, tasks).await?;
+        let rows = self.store.enqueue_many(&*self.txn, tasks).await?;
         self.enqueued.extend(rows.iter().cloned());
         Ok(rows)
     }

@@ -20,13 +20,14 @@ pub(crate) mod node;
 pub(crate) mod read;
 pub mod transition;
 
+use std::ops::Deref;
 use std::sync::Arc;
 
 use sea_orm::{
-    AccessMode, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
+    DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
     TransactionOptions, TransactionTrait,
 };
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Mutex, OwnedMutexGuard, broadcast, watch};
 use uuid::Uuid;
 
 use crate::clock::{Clock, SystemClock};
@@ -57,6 +58,8 @@ struct Signals {
     wake: watch::Sender<u64>,
     /// Task changes for subscribers.
     events: broadcast::Sender<QueueEvent>,
+    /// SQLite only: one write transaction of this store at a time (see [`Store::begin_write`]).
+    write_gate: Option<Arc<Mutex<()>>>,
     /// Tags this store's PostgreSQL event notifications, so its own listener can drop the
     /// ones it already published locally.
     origin: Uuid,
@@ -78,6 +81,7 @@ impl Store {
             signals: Arc::new(Signals {
                 wake: watch::channel(0).0,
                 events: broadcast::channel(EVENT_BUFFER).0,
+                write_gate: (backend == DbBackend::Sqlite).then(|| Arc::new(Mutex::new(()))),
                 origin: Uuid::new_v4(),
             }),
         }
@@ -108,17 +112,29 @@ impl Store {
         self.signals.wake.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// A transaction for queue writes; on SQLite it takes the write lock at `BEGIN`
-    /// (`IMMEDIATE`), so a transaction that reads before it writes waits for the lock under
-    /// the busy timeout instead of failing with `SQLITE_BUSY` when it tries to upgrade.
-    pub async fn begin_write(&self) -> Result<DatabaseTransaction, DbErr> {
-        self.db
+    /// A transaction for queue writes.
+    ///
+    /// On SQLite it takes the write lock at `BEGIN` (`IMMEDIATE`), so a transaction that reads
+    /// before it writes waits for the lock instead of failing with `SQLITE_BUSY` when it tries
+    /// to upgrade; and writers of this store first queue on an in-process gate, because
+    /// SQLite's busy handler waits by sleeping (up to 100 ms a time) while the lock may long
+    /// be free, which collapses throughput when many workers write at once. Do not begin a
+    /// second write transaction while holding one (e.g. from inside a batch).
+    pub async fn begin_write(&self) -> Result<WriteTransaction, DbErr> {
+        let gate = match &self.signals.write_gate {
+            Some(gate) => Some(gate.clone().lock_owned().await),
+            None => None,
+        };
+        let txn = self
+            .db
             .begin_with_options(TransactionOptions {
-                access_mode: Some(AccessMode::ReadWrite),
+                // No access mode: read-write is the default, and SeaORM warns on every
+                // SQLite transaction that sets one.
                 sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
                 ..TransactionOptions::default()
             })
-            .await
+            .await?;
+        Ok(WriteTransaction { txn, _gate: gate })
     }
 
     pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
@@ -142,5 +158,31 @@ impl Store {
         for event in events {
             let _ = self.signals.events.send(event);
         }
+    }
+}
+
+/// A write transaction of the queue (see [`Store::begin_write`]); derefs to the SeaORM
+/// transaction. Dropping it without committing rolls back.
+pub struct WriteTransaction {
+    // Declared first so it is dropped (rolled back) before the gate opens.
+    txn: DatabaseTransaction,
+    _gate: Option<OwnedMutexGuard<()>>,
+}
+
+impl WriteTransaction {
+    pub async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+
+    pub async fn rollback(self) -> Result<(), DbErr> {
+        self.txn.rollback().await
+    }
+}
+
+impl Deref for WriteTransaction {
+    type Target = DatabaseTransaction;
+
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
     }
 }

@@ -54,6 +54,7 @@ impl Store {
         node: &NodeIdentity,
         now: DateTime<Utc>,
     ) -> Result<(), QueueError> {
+        let txn = self.begin_write().await?;
         let row = node::ActiveModel {
             node_id: Set(node.node_id.clone()),
             system_id: Set(node.system_id.clone()),
@@ -66,17 +67,18 @@ impl Store {
                     .update_column(node::Column::HeartbeatDate)
                     .to_owned(),
             )
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&*txn)
             .await?;
-        Ok(())
+        Ok(txn.commit().await?)
     }
 
     /// Removes a node's row on a clean shutdown (it holds no tasks any more).
     pub async fn node_remove(&self, node_id: &str) -> Result<(), QueueError> {
+        let txn = self.begin_write().await?;
         node::Entity::delete_by_id(node_id.to_owned())
-            .exec(&self.db)
+            .exec(&*txn)
             .await?;
-        Ok(())
+        Ok(txn.commit().await?)
     }
 
     /// Takes tasks away from dead node incarnations: back to
@@ -102,14 +104,7 @@ impl Store {
                         .add(node::Column::NodeId.eq(node.node_id.as_str())),
                 )
                 .to_owned();
-            // A claim a live node never started (it failed between claim and start) counts
-            // as expired once it is older than the cutoff.
-            let stuck = Column::WorkflowStatus
-                .eq(TaskStatus::Scheduling)
-                .and(Column::SchedulingStartedDate.lt(cutoff));
-            Condition::any()
-                .add(Column::ScheduledByProcess.not_in_subquery(alive))
-                .add(stuck)
+            Column::ScheduledByProcess.not_in_subquery(alive)
         };
         let reason = "rescued: the node holding it stopped";
         let retry = Transition::Retry {
@@ -126,25 +121,25 @@ impl Store {
         )
         .filter(dead())
         .filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)))
-        .exec_with_returning(&txn)
+        .exec_with_returning(&*txn)
         .await?;
         let retried = guarded(
             set_transition(task::Entity::update_many(), &retry, now, &node.node_id),
             &retry,
         )
         .filter(dead())
-        .exec_with_returning(&txn)
+        .exec_with_returning(&*txn)
         .await?;
         let changed: Vec<_> = failed.iter().chain(&retried).cloned().collect();
         if changed.is_empty() {
             return Ok(RescueOutcome::default());
         }
-        history::record(&txn, &changed, &node.node_id, now, |task| {
+        history::record(&*txn, &changed, &node.node_id, now, |task| {
             task.workflow_status_desc.clone()
         })
         .await?;
-        history::notify_remote(&txn, self.origin(), &changed).await?;
-        history::notify_wake(&txn).await?;
+        history::notify_remote(&*txn, self.origin(), &changed).await?;
+        history::notify_wake(&*txn).await?;
         txn.commit().await?;
         self.notify_committed();
         self.publish(&changed);
@@ -170,25 +165,30 @@ impl Store {
             .into_tuple()
             .all(&self.db)
             .await?;
+        let txn = self.begin_write().await?;
         let mut deleted = 0;
         for chunk in ids.chunks(history::INSERT_CHUNK) {
             deleted += task::Entity::delete_many()
                 .filter(Column::Id.is_in(chunk.iter().copied()))
                 .filter(Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
-                .exec(&self.db)
+                .exec(&*txn)
                 .await?
                 .rows_affected;
         }
+        txn.commit().await?;
         Ok(deleted)
     }
 
     /// Deletes the rows of nodes whose last heartbeat is older than `before`. Their tasks, if
     /// any, still count as held by a dead node.
     pub async fn node_prune(&self, before: DateTime<Utc>) -> Result<u64, QueueError> {
-        Ok(node::Entity::delete_many()
+        let txn = self.begin_write().await?;
+        let deleted = node::Entity::delete_many()
             .filter(node::Column::HeartbeatDate.lt(before))
-            .exec(&self.db)
+            .exec(&*txn)
             .await?
-            .rows_affected)
+            .rows_affected;
+        txn.commit().await?;
+        Ok(deleted)
     }
 }

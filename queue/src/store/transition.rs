@@ -7,6 +7,7 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, UpdateMany};
 use uuid::Uuid;
 
+use super::claim::held_by_lease;
 use super::entity::task::{self, Column};
 use super::{Store, history};
 use crate::error::QueueError;
@@ -102,7 +103,26 @@ impl Store {
         }
         let txn = self.begin_write().await?;
         let mut changed = Vec::with_capacity(finishes.len());
-        for finish in finishes {
+        // Completions all set the same columns: one statement for all of them.
+        let (completions, others): (Vec<&Finish>, Vec<&Finish>) = finishes
+            .iter()
+            .partition(|finish| finish.transition == Transition::Complete);
+        for chunk in completions.chunks(history::INSERT_CHUNK) {
+            let claims = chunk.iter().map(|f| (f.task_id, f.lease_version));
+            let update = set_transition(
+                task::Entity::update_many(),
+                &Transition::Complete,
+                now,
+                node_id,
+            )
+            .filter(held_by_lease(claims));
+            changed.extend(
+                guarded(update, &Transition::Complete)
+                    .exec_with_returning(&*txn)
+                    .await?,
+            );
+        }
+        for finish in others {
             let update = set_transition(
                 task::Entity::update_many(),
                 &finish.transition,
@@ -113,20 +133,20 @@ impl Store {
             .filter(Column::LeaseVersion.eq(finish.lease_version));
             changed.extend(
                 guarded(update, &finish.transition)
-                    .exec_with_returning(&txn)
+                    .exec_with_returning(&*txn)
                     .await?,
             );
         }
-        history::record(&txn, &changed, node_id, now, |task| {
+        history::record(&*txn, &changed, node_id, now, |task| {
             task.workflow_status_desc.clone()
         })
         .await?;
-        history::notify_remote(&txn, self.origin(), &changed).await?;
+        history::notify_remote(&*txn, self.origin(), &changed).await?;
         let requeued = changed
             .iter()
             .any(|t| t.workflow_status == TaskStatus::Queued);
         if requeued {
-            history::notify_wake(&txn).await?;
+            history::notify_wake(&*txn).await?;
         }
         txn.commit().await?;
         if requeued {

@@ -27,25 +27,27 @@ async fn concurrent_nodes_run_every_task_exactly_once(db: TestDatabase) {
         .await
         .unwrap();
 
-    // Separate pools, as separate processes would have: 8 nodes on SQLite, 4 on PostgreSQL.
+    // 8 workers in all. PostgreSQL: 4 nodes with separate pools, as separate processes
+    // would have. SQLite: 2 nodes sharing one store, since SQLite has one writer anyway.
     let (nodes, workers) = match bundle.db.backend {
-        Backend::Sqlite => (8, 2),
+        Backend::Sqlite => (2, 4),
         Backend::Postgres => (4, 4),
     };
     let mut runtimes = Vec::new();
     for node in 0..nodes {
-        let conn = queue::database::connect(&bundle.db.url, 4).await.unwrap();
+        let store = match bundle.db.backend {
+            Backend::Sqlite => bundle.store.clone(),
+            Backend::Postgres => {
+                Store::new(queue::database::connect(&bundle.db.url, 4).await.unwrap())
+            }
+        };
         let mut registry = Registry::new();
         registry.register("test.effect", EffectExecutor);
         let config = queue::RuntimeConfig {
             workers,
             ..testing::fast_config(&format!("race-{node}"))
         };
-        runtimes.push(
-            Runtime::start(config, Store::new(conn), registry)
-                .await
-                .unwrap(),
-        );
+        runtimes.push(Runtime::start(config, store, registry).await.unwrap());
     }
     bundle.wait_count(TaskStatus::Completed, 5000).await;
     for runtime in runtimes {
@@ -158,7 +160,8 @@ async fn claims_by_priority_then_fifo(db: TestDatabase) {
         "claims no more than asked, in order"
     );
     let row = &claimed[0];
-    assert_eq!(row.workflow_status, TaskStatus::Scheduling);
+    assert_eq!(row.workflow_status, TaskStatus::Executing);
+    assert!(row.execution_started_date.is_some());
     assert_eq!(row.scheduled_by_process.as_deref(), Some("order-node"));
     assert!(row.scheduling_started_date.is_some());
     assert_eq!(row.attempt, 1);
