@@ -185,7 +185,7 @@ impl TaskContext {
             return Err(TaskError::Cancelled);
         }
         let txn = self.store.begin_write().await?;
-        let checkpoint = work(&*txn).await?;
+        let checkpoint = work(&txn).await?;
         let now = self.store.clock().now();
         let saved = self
             .store

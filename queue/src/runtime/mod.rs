@@ -182,6 +182,7 @@ impl Runtime {
                     node_id,
                 },
                 slots: Arc::new(Semaphore::new(config.workers)),
+                workers: config.workers,
                 tracker: tracker.clone(),
                 sweep_interval: config.sweep_interval,
                 stop: stop_claiming.clone(),

@@ -21,8 +21,8 @@ use crate::store::{Store, TaskGetAvailableParams};
 const MIN_POLL: Duration = Duration::from_millis(20);
 /// Pause after a failed claim (database unreachable, say).
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
-/// With a backlog (the last claim filled every free slot), how long the producer lets
-/// further slots free up before claiming again. Without it, slots freed one by one would be
+/// With a backlog (the last claim filled every free slot), how long the producer waits for
+/// all slots to free up before claiming again. Without it, slots freed one by one would be
 /// refilled one by one, each claim costing a commit; with it, claims come in batches. Not
 /// applied when the queue was drained, so a new task still starts at once.
 const BACKLOG_COOLDOWN: Duration = Duration::from_millis(5);
@@ -31,6 +31,8 @@ pub(crate) struct Producer {
     pub store: Store,
     pub worker: Worker,
     pub slots: Arc<Semaphore>,
+    /// The number of permits `slots` was created with.
+    pub workers: usize,
     pub tracker: TaskTracker,
     pub sweep_interval: Duration,
     pub stop: CancellationToken,
@@ -54,10 +56,10 @@ impl Producer {
                 permit = self.slots.clone().acquire_owned() => permit,
             };
             let Ok(first) = first else { break };
-            if backlog {
-                tokio::time::sleep(BACKLOG_COOLDOWN).await;
-            }
             let mut permits = vec![first];
+            if backlog {
+                permits.extend(self.more_slots().await);
+            }
             while let Ok(permit) = self.slots.clone().try_acquire_owned() {
                 permits.push(permit);
             }
@@ -101,6 +103,28 @@ impl Producer {
             self.tracker.spawn(self.worker.clone().run(task, permit));
         }
         Ok(ProduceOutcome { asked, claimed })
+    }
+
+    /// With a backlog: every other slot, or as many as free up within the cooldown.
+    async fn more_slots(&self) -> Vec<OwnedSemaphorePermit> {
+        let others = u32::try_from(self.workers.saturating_sub(1)).unwrap_or(u32::MAX);
+        if others == 0 {
+            return Vec::new();
+        }
+        let all = self.slots.clone().acquire_many_owned(others);
+        match tokio::time::timeout(BACKLOG_COOLDOWN, all).await {
+            Ok(Ok(mut permit)) => {
+                // One permit per worker.
+                let mut single = Vec::with_capacity(self.workers);
+                while permit.num_permits() > 1 {
+                    single.extend(permit.split(1));
+                }
+                single.push(permit);
+                single
+            }
+            // Timed out (the permits gathered so far went back) or closed: take what is free.
+            Ok(Err(_)) | Err(_) => Vec::new(),
+        }
     }
 
     async fn wait_for_work(&self, wake: &mut watch::Receiver<u64>) {

@@ -93,21 +93,7 @@ impl Store {
                     .await?;
             }
         }
-        history::record(&*txn, &changed, actor, now, |task| {
-            task.workflow_status_desc.clone()
-        })
-        .await?;
-        history::notify_remote(&*txn, self.origin(), &changed).await?;
-        let requeued =
-            transition.target() == crate::state::TaskStatus::Queued && !changed.is_empty();
-        if requeued {
-            history::notify_wake(&*txn).await?;
-        }
-        txn.commit().await?;
-        if requeued {
-            self.notify_committed();
-        }
-        self.publish(&changed);
+        self.commit_transitions(txn, &changed, actor, now).await?;
 
         let changed: Vec<Uuid> = changed.into_iter().map(|task| task.id).collect();
         let skipped = match selector {

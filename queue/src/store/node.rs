@@ -134,15 +134,8 @@ impl Store {
         if changed.is_empty() {
             return Ok(RescueOutcome::default());
         }
-        history::record(&*txn, &changed, &node.node_id, now, |task| {
-            task.workflow_status_desc.clone()
-        })
-        .await?;
-        history::notify_remote(&*txn, self.origin(), &changed).await?;
-        history::notify_wake(&*txn).await?;
-        txn.commit().await?;
-        self.notify_committed();
-        self.publish(&changed);
+        self.commit_transitions(txn, &changed, &node.node_id, now)
+            .await?;
         Ok(RescueOutcome {
             retried: retried.iter().map(|task| task.id).collect(),
             failed: failed.iter().map(|task| task.id).collect(),

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::claim::held_by_lease;
 use super::entity::task::{self, Column};
-use super::{Store, history};
+use super::{Store, WriteTransaction, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 use crate::task::Task;
@@ -137,14 +137,28 @@ impl Store {
                     .await?,
             );
         }
-        history::record(&*txn, &changed, node_id, now, |task| {
+        self.commit_transitions(txn, &changed, node_id, now).await?;
+        Ok(changed)
+    }
+
+    /// Finishes a transaction that moved `changed`: their history entries (with each new
+    /// `workflow_status_desc` as the detail), notifications for other nodes, a wake-up when
+    /// a task went back to QUEUED, the commit, and the local events.
+    pub(crate) async fn commit_transitions(
+        &self,
+        txn: WriteTransaction,
+        changed: &[Task],
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), QueueError> {
+        history::record(&*txn, changed, actor, now, |task| {
             task.workflow_status_desc.clone()
         })
         .await?;
-        history::notify_remote(&*txn, self.origin(), &changed).await?;
+        history::notify_remote(&*txn, self.origin(), changed).await?;
         let requeued = changed
             .iter()
-            .any(|t| t.workflow_status == TaskStatus::Queued);
+            .any(|task| task.workflow_status == TaskStatus::Queued);
         if requeued {
             history::notify_wake(&*txn).await?;
         }
@@ -152,7 +166,7 @@ impl Store {
         if requeued {
             self.notify_committed();
         }
-        self.publish(&changed);
-        Ok(changed)
+        self.publish(changed);
+        Ok(())
     }
 }

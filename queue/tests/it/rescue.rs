@@ -59,7 +59,7 @@ async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
     };
     let changed = bundle
         .store
-        .task_finish_many_if_running(&[stale.clone()], Utc::now(), &dead.node_id)
+        .task_finish_many_if_running(std::slice::from_ref(&stale), Utc::now(), &dead.node_id)
         .await
         .unwrap();
     assert!(changed.is_empty(), "the stale result is discarded");
