@@ -22,6 +22,7 @@ pub mod transition;
 
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sea_orm::{
     DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
@@ -40,6 +41,11 @@ pub use node::{NodeIdentity, RescueOutcome};
 /// How many events a slow subscriber may fall behind before it starts missing some (it is
 /// told so by `RecvError::Lagged` and can re-read the state from the store).
 const EVENT_BUFFER: usize = 4096;
+
+/// How long a SQLite writer waits for the store's write gate: as long as SQLite itself
+/// would wait for the file lock (`database::connect` sets the same busy timeout), so a
+/// transaction that waits on itself fails instead of hanging.
+const WRITE_GATE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The queue's handle on the database. Cheap to clone; clones share the in-process signals,
 /// so share one `Store` (clones of it) between the code that enqueues and the runtime.
@@ -122,7 +128,16 @@ impl Store {
     /// second write transaction while holding one (e.g. from inside a batch).
     pub async fn begin_write(&self) -> Result<WriteTransaction, DbErr> {
         let gate = match &self.signals.write_gate {
-            Some(gate) => Some(gate.clone().lock_owned().await),
+            Some(gate) => Some(
+                tokio::time::timeout(WRITE_GATE_TIMEOUT, gate.clone().lock_owned())
+                    .await
+                    .map_err(|_| {
+                        DbErr::Custom(format!(
+                            "no SQLite write slot within {WRITE_GATE_TIMEOUT:?} \
+                             (is a write transaction of this store held elsewhere?)"
+                        ))
+                    })?,
+            ),
             None => None,
         };
         let txn = self

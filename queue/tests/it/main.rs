@@ -4,6 +4,7 @@ mod admin;
 mod claim;
 mod crash;
 mod enqueue;
+mod events;
 mod outcomes;
 mod rescue;
 
