@@ -1,14 +1,17 @@
 //! The only place SQL lives. [`Store`] is one concrete type over a SeaORM connection; where
 //! SQLite and PostgreSQL need different SQL, the method matches on the backend right there
-//! (see [`dialect`]).
+//! (see `dialect`).
 //!
 //! # Layout
-//! - [`enqueue`]: inserting tasks inside the caller's transaction, [`QueueTransaction`].
-//! - [`claim`]: the producer's claim and start, the worker's checkpoint and lease checks.
-//! - [`transition`]: guarded state changes (worker outcomes, admin operations).
-//! - [`node`]: heartbeats, rescue of orphaned tasks, pruning.
-//! - [`read`]: lists, counts, history for dashboards.
-//! - [`dialect`]: the statements whose text differs between the backends.
+//! - `enqueue`: inserting tasks inside the caller's transaction, [`QueueTransaction`].
+//! - `claim`: the producer's claim (and start), the worker's checkpoint and lease checks.
+//! - `history`: task history rows and PostgreSQL notifications, inside the changing
+//!   transaction.
+//! - `transition`: guarded state changes (worker outcomes) and committing them.
+//! - `admin`: retry and abandon (one or many), pause and resume of components.
+//! - `node`: heartbeats, rescue of orphaned tasks, pruning.
+//! - `read`: lists, counts, history for dashboards.
+//! - `dialect`: the statements whose text differs between the backends.
 
 pub(crate) mod admin;
 pub mod claim;

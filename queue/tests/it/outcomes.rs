@@ -112,6 +112,30 @@ async fn permanent_errors_and_exhausted_budgets_fail(db: TestDatabase) {
     assert_eq!(exhausted.attempt, 2);
     let desc = exhausted.workflow_status_desc.unwrap();
     assert!(desc.starts_with("attempts exhausted (2 of 2)"), "{desc}");
+
+    // An admin retries the failed task: QUEUED again, with a fresh attempt budget.
+    assert!(
+        bundle
+            .store
+            .task_retry(exhausted.id, "admin")
+            .await
+            .unwrap()
+    );
+    let retried = bundle.task(exhausted.id).await;
+    assert_eq!(retried.workflow_status, TaskStatus::Queued);
+    assert_eq!(retried.attempt, 0);
+    assert_eq!(retried.workflow_stopped_date, None);
+    let last = bundle
+        .store
+        .task_history(exhausted.id)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(
+        (last.status, last.actor.as_str()),
+        (TaskStatus::Queued, "admin")
+    );
 }
 
 async fn panics_are_retried_and_the_process_survives(db: TestDatabase) {
