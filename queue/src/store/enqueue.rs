@@ -96,7 +96,9 @@ impl Store {
     }
 
     /// Starts a [`QueueTransaction`]: a write transaction that wakes the producers and
-    /// announces its enqueued tasks when it commits.
+    /// announces its enqueued tasks when it commits. On SQLite it holds this store's write
+    /// slot until it ends (see [`Store::begin_write`]), so keep it short and make no other
+    /// queue writes (admin operations, a second `begin_queue`) while it is open.
     pub async fn begin_queue(&self) -> Result<QueueTransaction, QueueError> {
         Ok(QueueTransaction {
             txn: self.begin_write().await?,
