@@ -16,6 +16,9 @@ pub enum AppError {
     /// Signed in, but the role does not allow this.
     #[error("You are not allowed to do that.")]
     Forbidden,
+    /// Nothing by that id, or nothing the user may know exists.
+    #[error("{0} not found.")]
+    NotFound(String),
     /// Sign-in with a wrong username or password (deliberately not saying which).
     #[error("Wrong username or password.")]
     BadCredentials,
@@ -39,6 +42,7 @@ impl AppError {
         match self {
             AppError::Unauthenticated | AppError::BadCredentials => 401,
             AppError::Forbidden => 403,
+            AppError::NotFound(_) => 404,
             AppError::Invalid(_) => 422,
             AppError::TooManyAttempts => 429,
             AppError::Internal => 500,

@@ -18,9 +18,39 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
+/// An RFC 3339 UTC time to the minute: `2026-11-21T18:05:09.123+00:00` → `2026-11-21 18:05 UTC`.
+pub fn minute(rfc3339: &str) -> String {
+    cut_time(rfc3339, 16)
+}
+
+/// An RFC 3339 UTC time to the second: `… 18:05:09 UTC`.
+pub fn second(rfc3339: &str) -> String {
+    cut_time(rfc3339, 19)
+}
+
+fn cut_time(rfc3339: &str, end: usize) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..end)) {
+        (Some(date), Some(time)) => format!("{date} {time} UTC"),
+        _ => rfc3339.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{count, plural};
+    use super::{count, minute, plural, second};
+
+    #[test]
+    fn times_are_cut_to_the_minute_or_second() {
+        assert_eq!(
+            minute("2026-11-21T18:05:09.123+00:00"),
+            "2026-11-21 18:05 UTC"
+        );
+        assert_eq!(
+            second("2026-11-21T18:05:09.123+00:00"),
+            "2026-11-21 18:05:09 UTC"
+        );
+        assert_eq!(minute("garbage"), "garbage");
+    }
 
     #[test]
     fn picks_the_noun_form() {

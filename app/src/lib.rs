@@ -18,11 +18,12 @@ pub mod pages;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
-use leptos_router::StaticSegment;
 use leptos_router::components::{Route, Router, Routes};
+use leptos_router::{ParamSegment, StaticSegment};
 
 use crate::pages::{
     caseload::CaseloadPage, my_tasks::MyTasksPage, not_found::NotFound, sign_in::SignInPage,
+    task_detail::TaskDetailPage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -58,6 +59,7 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=CaseloadPage />
                 <Route path=StaticSegment("login") view=SignInPage />
                 <Route path=StaticSegment("tasks") view=MyTasksPage />
+                <Route path=(StaticSegment("tasks"), ParamSegment("id")) view=TaskDetailPage />
             </Routes>
         </Router>
     }

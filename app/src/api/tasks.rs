@@ -84,6 +84,74 @@ mod ssr_impl {
         })
     }
 
+    pub async fn task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
+        let user = require_user().await?;
+        let is_admin = user.role == caseload::users::Role::Admin;
+        let store = state()?.store;
+        let task = match store.task_get(id).await.map_err(internal)? {
+            Some(task) if is_admin || task.owner_id == user.id => task,
+            _ => return Err(AppError::NotFound("Task".into())),
+        };
+        let history = store.task_history(id).await.map_err(internal)?;
+        Ok(TaskDetail {
+            attempt: task.attempt,
+            max_attempts: task.max_attempts,
+            run_at: task.run_at.to_rfc3339(),
+            started: task.execution_started_date.map(|at| at.to_rfc3339()),
+            spec_summary: super::detail_impl::summarize_spec(&task.execution_spec),
+            error_detail: task.workflow_status_desc.clone().filter(|_| is_admin),
+            history: history
+                .into_iter()
+                .map(|event| HistoryEntry {
+                    at: event.occurred_date.to_rfc3339(),
+                    status: event.status.as_str().to_owned(),
+                    attempt: event.attempt,
+                    actor: event.actor,
+                    message: event.message.filter(|_| is_admin),
+                })
+                .collect(),
+            can_repair: is_admin,
+            task: task_row(task),
+        })
+    }
+
+    /// An admin repair of one task.
+    pub enum Repair {
+        Retry,
+        Abandon(String),
+    }
+
+    /// Longest reason accepted for an abandon.
+    const MAX_REASON_LEN: usize = 500;
+
+    /// Applies a repair; `false` when the task's status does not allow it (already done, or
+    /// someone else got there first), which is not an error: repairs are idempotent.
+    pub async fn repair(id: Uuid, repair: Repair) -> Result<bool, AppError> {
+        let user = require_user().await?;
+        if user.role != caseload::users::Role::Admin {
+            return Err(AppError::Forbidden);
+        }
+        let store = state()?.store;
+        if store.task_get(id).await.map_err(internal)?.is_none() {
+            return Err(AppError::NotFound("Task".into()));
+        }
+        let changed = match repair {
+            Repair::Retry => store.task_retry(id, &user.username).await,
+            Repair::Abandon(reason) => {
+                let reason = reason.trim();
+                if reason.is_empty() || reason.len() > MAX_REASON_LEN {
+                    return Err(AppError::Invalid(format!(
+                        "Give a reason of 1 to {MAX_REASON_LEN} characters."
+                    )));
+                }
+                store.task_abandon(id, reason, &user.username).await
+            }
+        }
+        .map_err(internal)?;
+        tracing::info!(task = %id, admin = %user.username, changed, "task repaired");
+        Ok(changed)
+    }
+
     pub fn task_row(task: Task) -> TaskRow {
         TaskRow {
             id: task.id,
@@ -105,6 +173,123 @@ impl From<&queue::QueueEvent> for TaskUpdate {
             status: event.status.as_str().to_owned(),
             progress_done: event.progress_done,
             progress_total: event.progress_total,
+        }
+    }
+}
+
+/// One entry of a task's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// RFC 3339, UTC.
+    pub at: String,
+    pub status: String,
+    pub attempt: i32,
+    /// Who moved the task: a node, or the user who asked.
+    pub actor: String,
+    /// The attempt's error or an admin's reason; sent to admins only.
+    pub message: Option<String>,
+}
+
+/// Everything the task detail page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDetail {
+    pub task: TaskRow,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    /// RFC 3339, UTC: not before this.
+    pub run_at: String,
+    pub started: Option<String>,
+    /// What was asked for, one line per field of the request (lists are counted, not listed).
+    pub spec_summary: Vec<(String, String)>,
+    /// The error detail (`workflow_status_desc`); sent to admins only.
+    pub error_detail: Option<String>,
+    pub history: Vec<HistoryEntry>,
+    /// Whether the viewer may retry or abandon tasks (admins).
+    pub can_repair: bool,
+}
+
+impl TaskDetail {
+    /// Retry applies to tasks that ended without success.
+    pub fn can_retry(&self) -> bool {
+        self.can_repair && matches!(self.task.status.as_str(), "FAILURE" | "ERROR" | "ABANDONED")
+    }
+
+    /// Abandon applies to anything not yet finished for good.
+    pub fn can_abandon(&self) -> bool {
+        self.can_repair && !matches!(self.task.status.as_str(), "COMPLETED" | "ABANDONED")
+    }
+}
+
+/// A task with its timeline: the owner's, or anyone's for an admin.
+#[server(endpoint = "task_detail")]
+pub async fn get_task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
+    crate::api::ssr::respond(ssr_impl::task_detail(id)).await
+}
+
+/// Puts a failed, errored or abandoned task back in the queue (admins only).
+#[server(endpoint = "retry_task")]
+pub async fn retry_task(id: Uuid) -> Result<bool, AppError> {
+    crate::api::ssr::respond(ssr_impl::repair(id, ssr_impl::Repair::Retry)).await
+}
+
+/// Abandons a task that has not finished; running work is cancelled (admins only).
+#[server(endpoint = "abandon_task")]
+pub async fn abandon_task(id: Uuid, reason: String) -> Result<bool, AppError> {
+    crate::api::ssr::respond(ssr_impl::repair(id, ssr_impl::Repair::Abandon(reason))).await
+}
+
+#[cfg(feature = "ssr")]
+mod detail_impl {
+    use serde_json::Value;
+
+    /// One `(field, value)` line per top-level field of a spec; arrays and objects are
+    /// counted rather than listed, since a target can hold thousands of ids.
+    pub fn summarize_spec(spec: &Value) -> Vec<(String, String)> {
+        let Value::Object(fields) = spec else {
+            return vec![("request".into(), short(spec))];
+        };
+        fields
+            .iter()
+            .map(|(key, value)| (key.clone(), short(value)))
+            .collect()
+    }
+
+    fn short(value: &Value) -> String {
+        match value {
+            Value::Null => "none".into(),
+            Value::String(text) => text.chars().take(200).collect(),
+            Value::Array(items) => format!("{} items", items.len()),
+            Value::Object(fields) => {
+                let keys: Vec<&str> = fields.keys().map(String::as_str).collect();
+                format!("{{{}}}", keys.join(", "))
+            }
+            other => other.to_string(),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use serde_json::json;
+
+        use super::summarize_spec;
+
+        #[test]
+        fn lists_are_counted_not_listed() {
+            let spec =
+                json!({"target": {"ids": [1, 2, 3]}, "status": "ACTIVE", "ids": [1, 2], "n": 5});
+            assert_eq!(
+                summarize_spec(&spec),
+                [
+                    ("ids".to_owned(), "2 items".to_owned()),
+                    ("n".to_owned(), "5".to_owned()),
+                    ("status".to_owned(), "ACTIVE".to_owned()),
+                    ("target".to_owned(), "{ids}".to_owned()),
+                ]
+            );
+            assert_eq!(
+                summarize_spec(&json!(null)),
+                [("request".to_owned(), "none".to_owned())]
+            );
         }
     }
 }

@@ -4,3 +4,4 @@ pub mod caseload;
 pub mod my_tasks;
 pub mod not_found;
 pub mod sign_in;
+pub mod task_detail;

@@ -110,7 +110,7 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
     view! {
         <li class="task" data-task-id=id.to_string()>
             <div class="task-head">
-                <span class="task-action">{action_label(&task.action).to_owned()}</span>
+                <a class="task-action" href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a>
                 <span class=move || format!("badge badge-{}", status().to_lowercase()) data-testid="task-status">
                     {status}
                 </span>
@@ -128,30 +128,8 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
                         .map(|_| format!("{} of {} done", format::count(done as u64), format::count(total as u64)))
                         .unwrap_or_default()
                 }}</span>
-                <time datetime=task.created.clone()>{format!("Submitted {}", short_time(&task.created))}</time>
+                <time datetime=task.created.clone()>{format!("Submitted {}", format::minute(&task.created))}</time>
             </div>
         </li>
-    }
-}
-
-/// `2026-11-21T18:05:09.123+00:00` → `2026-11-21 18:05 UTC`.
-fn short_time(rfc3339: &str) -> String {
-    match (rfc3339.get(..10), rfc3339.get(11..16)) {
-        (Some(date), Some(time)) => format!("{date} {time} UTC"),
-        _ => rfc3339.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::short_time;
-
-    #[test]
-    fn times_are_shown_to_the_minute() {
-        assert_eq!(
-            short_time("2026-11-21T18:05:09.123+00:00"),
-            "2026-11-21 18:05 UTC"
-        );
-        assert_eq!(short_time("garbage"), "garbage");
     }
 }

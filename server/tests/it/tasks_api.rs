@@ -180,3 +180,152 @@ async fn the_task_stream_pushes_my_changes(db: TestDatabase) {
     assert!(text.contains(&mine.to_string()), "{text}");
     assert!(text.contains("\"status\":\"QUEUED\""), "{text}");
 }
+
+queue::backend_tests!(Migrator => task_detail_shows_history_and_hides_errors_from_staff, admins_repair_tasks_idempotently);
+
+async fn task_detail_shows_history_and_hides_errors_from_staff(db: TestDatabase) {
+    let app = app(&db).await;
+    let lee = add_user(&db, "lee", Role::Staff).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let task_id = enqueue_for(&db, lee.id).await;
+    let form = format!("id={task_id}");
+
+    let lee_cookie = sign_in_as(&app, "lee").await;
+    let (response, body) = send(
+        &app,
+        post_form("/api/task_detail", &form, Some(&lee_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    let detail: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(detail["task"]["status"], "QUEUED");
+    assert_eq!(detail["can_repair"], false);
+    assert_eq!(detail["history"][0]["status"], "QUEUED");
+    assert_eq!(detail["spec_summary"][0], json!(["secret", "spec"]));
+
+    let sam_cookie = sign_in(&app).await;
+    let (response, body) = send(
+        &app,
+        post_form("/api/task_detail", &form, Some(&sam_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::NOT_FOUND);
+    let (response, body) = send(&app, post_form("/api/task_detail", &form, None)).await;
+    assert_status(&response, &body, StatusCode::UNAUTHORIZED);
+
+    // An admin's abandon reason is in the history: admins see it, the owner does not.
+    let admin_cookie = sign_in_as(&app, "ada").await;
+    let abandon = format!("id={task_id}&reason=duplicate+request");
+    let (response, body) = send(
+        &app,
+        post_form("/api/abandon_task", &abandon, Some(&admin_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    let (_, body) = send(
+        &app,
+        post_form("/api/task_detail", &form, Some(&admin_cookie)),
+    )
+    .await;
+    let seen_by_admin: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(seen_by_admin["task"]["status"], "ABANDONED");
+    assert_eq!(seen_by_admin["can_repair"], true);
+    assert!(
+        seen_by_admin["error_detail"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate request"),
+        "{body}"
+    );
+    let (_, body) = send(
+        &app,
+        post_form("/api/task_detail", &form, Some(&lee_cookie)),
+    )
+    .await;
+    let seen_by_owner: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(seen_by_owner["task"]["status"], "ABANDONED");
+    assert!(seen_by_owner["error_detail"].is_null(), "{body}");
+    assert!(
+        seen_by_owner["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["message"].is_null()),
+        "{body}"
+    );
+}
+
+async fn admins_repair_tasks_idempotently(db: TestDatabase) {
+    let app = app(&db).await;
+    let lee = add_user(&db, "lee", Role::Staff).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let task_id = enqueue_for(&db, lee.id).await;
+    let id_form = format!("id={task_id}");
+    let abandon = format!("id={task_id}&reason=stuck");
+
+    // Staff cannot repair, not even their own tasks.
+    let lee_cookie = sign_in_as(&app, "lee").await;
+    let (response, body) = send(
+        &app,
+        post_form("/api/abandon_task", &abandon, Some(&lee_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+    let (response, body) = send(
+        &app,
+        post_form("/api/retry_task", &id_form, Some(&lee_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+
+    let admin_cookie = sign_in_as(&app, "ada").await;
+    let empty_reason = format!("id={task_id}&reason=+");
+    let (response, body) = send(
+        &app,
+        post_form("/api/abandon_task", &empty_reason, Some(&admin_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
+    // A queued task cannot be retried (nothing to retry) but can be abandoned, once.
+    let (_, body) = send(
+        &app,
+        post_form("/api/retry_task", &id_form, Some(&admin_cookie)),
+    )
+    .await;
+    assert_eq!(body, "false");
+    let (_, body) = send(
+        &app,
+        post_form("/api/abandon_task", &abandon, Some(&admin_cookie)),
+    )
+    .await;
+    assert_eq!(body, "true");
+    let (_, body) = send(
+        &app,
+        post_form("/api/abandon_task", &abandon, Some(&admin_cookie)),
+    )
+    .await;
+    assert_eq!(body, "false");
+    // Retry puts it back in the queue, once.
+    let (_, body) = send(
+        &app,
+        post_form("/api/retry_task", &id_form, Some(&admin_cookie)),
+    )
+    .await;
+    assert_eq!(body, "true");
+    let (_, body) = send(
+        &app,
+        post_form("/api/retry_task", &id_form, Some(&admin_cookie)),
+    )
+    .await;
+    assert_eq!(body, "false");
+    let queued = "SELECT COUNT(*) FROM queue_task WHERE workflow_status = 'QUEUED'";
+    assert_eq!(db.scalar(queued).await, 1);
+
+    let unknown = format!("id={}", Uuid::new_v4());
+    let (response, body) = send(
+        &app,
+        post_form("/api/retry_task", &unknown, Some(&admin_cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::NOT_FOUND);
+}

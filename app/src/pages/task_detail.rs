@@ -1,0 +1,156 @@
+//! Task detail: what was asked for, progress, and the timeline of every transition and
+//! attempt. Admins also see the error detail and can retry or abandon the task. The page
+//! follows the live task stream, so it changes as the task runs.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use uuid::Uuid;
+
+use crate::api::tasks::{AbandonTask, RetryTask, TaskDetail, action_label, get_task_detail};
+use crate::components::top_bar::TopBar;
+use crate::format;
+use crate::live::{LiveMessage, use_task_stream};
+
+/// Renders one task.
+#[component]
+pub fn TaskDetailPage() -> impl IntoView {
+    let params = use_params_map();
+    let task_id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
+    let retry = ServerAction::<RetryTask>::new();
+    let abandon = ServerAction::<AbandonTask>::new();
+    let reload = RwSignal::new(0u64);
+    let detail = Resource::new(
+        move || {
+            (
+                task_id(),
+                reload.get(),
+                retry.version().get(),
+                abandon.version().get(),
+            )
+        },
+        |(id, ..)| async move {
+            match id {
+                Some(id) => get_task_detail(id).await,
+                None => Err(crate::error::AppError::NotFound("Task".into())),
+            }
+        },
+    );
+    use_task_stream(move |message| {
+        let concerns_this = match &message {
+            LiveMessage::Task(update) => Some(update.task_id) == task_id(),
+            LiveMessage::Resync => true,
+        };
+        if concerns_this {
+            reload.update(|n| *n += 1);
+        }
+    });
+
+    view! {
+        <Title text="Task · bulkq" />
+        <TopBar />
+        <main>
+            <p><a href="/tasks">"← My tasks"</a></p>
+            <Transition fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Ok(detail) => view! { <Detail detail retry abandon /> }.into_any(),
+                        Err(error) => {
+                            view! {
+                                <h1>"Task"</h1>
+                                <p class="error" role="alert">{error.to_string()}</p>
+                            }
+                                .into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </main>
+    }
+}
+
+#[component]
+fn Detail(
+    detail: TaskDetail,
+    retry: ServerAction<RetryTask>,
+    abandon: ServerAction<AbandonTask>,
+) -> impl IntoView {
+    let id = detail.task.id;
+    let (can_retry, can_abandon) = (detail.can_retry(), detail.can_abandon());
+    let progress = match detail.task.progress_total {
+        Some(total) => format!("{} of {}", detail.task.progress_done, total),
+        None => detail.task.progress_done.to_string(),
+    };
+    let action_error = move || {
+        [
+            retry.value().get().and_then(Result::err),
+            abandon.value().get().and_then(Result::err),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+        .map(|error| error.to_string())
+    };
+    view! {
+        <h1>{action_label(&detail.task.action).to_owned()} " task"</h1>
+        <dl class="facts">
+            <dt>"Status"</dt>
+            <dd>
+                <span class=format!("badge badge-{}", detail.task.status.to_lowercase()) data-testid="task-status">
+                    {detail.task.status.clone()}
+                </span>
+            </dd>
+            <dt>"Progress"</dt>
+            <dd>{progress}</dd>
+            <dt>"Attempt"</dt>
+            <dd>{format!("{} of {}", detail.attempt, detail.max_attempts)}</dd>
+            <dt>"Submitted"</dt>
+            <dd>{format::second(&detail.task.created)}</dd>
+            <dt>"Id"</dt>
+            <dd><code>{id.to_string()}</code></dd>
+            {detail
+                .spec_summary
+                .into_iter()
+                .map(|(field, value)| view! { <dt>{field}</dt> <dd>{value}</dd> })
+                .collect_view()}
+        </dl>
+        {detail.error_detail.map(|error| view! {
+            <h2>"Error detail"</h2>
+            <pre class="error-detail" data-testid="error-detail">{error}</pre>
+        })}
+        {detail.can_repair.then(|| view! {
+            <section class="repair" aria-label="Repair">
+                <h2>"Repair"</h2>
+                <ActionForm action=retry>
+                    <input type="hidden" name="id" value=id.to_string() />
+                    <button type="submit" disabled=!can_retry>"Retry"</button>
+                </ActionForm>
+                <ActionForm action=abandon>
+                    <input type="hidden" name="id" value=id.to_string() />
+                    <label for="abandon-reason">"Reason"</label>
+                    <input id="abandon-reason" name="reason" type="text" required maxlength="500" />
+                    <button type="submit" class="danger" disabled=!can_abandon>"Abandon"</button>
+                </ActionForm>
+                <Show when=move || action_error().is_some()>
+                    <p class="error" role="alert">{action_error}</p>
+                </Show>
+            </section>
+        })}
+        <h2>"Timeline"</h2>
+        <ol class="timeline" data-testid="timeline">
+            {detail
+                .history
+                .into_iter()
+                .map(|entry| view! {
+                    <li>
+                        <time datetime=entry.at.clone()>{format::second(&entry.at)}</time>
+                        " "
+                        <strong>{entry.status}</strong>
+                        {format!(" (attempt {}) by {}", entry.attempt, entry.actor)}
+                        {entry.message.map(|message| view! { <div class="timeline-message">{message}</div> })}
+                    </li>
+                })
+                .collect_view()}
+        </ol>
+    }
+}
