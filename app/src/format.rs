@@ -18,6 +18,17 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
+/// Seconds as people say them: `42 s`, `3 min`, `2 h 5 min`, `3 d 4 h`.
+pub fn duration(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        3600..86400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+    }
+}
+
 /// An RFC 3339 UTC time to the minute: `2026-11-21T18:05:09.123+00:00` → `2026-11-21 18:05 UTC`.
 pub fn minute(rfc3339: &str) -> String {
     cut_time(rfc3339, 16)
@@ -38,6 +49,15 @@ fn cut_time(rfc3339: &str, end: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::{count, minute, plural, second};
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(super::duration(42), "42 s");
+        assert_eq!(super::duration(185), "3 min");
+        assert_eq!(super::duration(7500), "2 h 5 min");
+        assert_eq!(super::duration(273_600), "3 d 4 h");
+        assert_eq!(super::duration(-5), "0 s");
+    }
 
     #[test]
     fn times_are_cut_to_the_minute_or_second() {

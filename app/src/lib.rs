@@ -22,8 +22,8 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{ParamSegment, StaticSegment};
 
 use crate::pages::{
-    caseload::CaseloadPage, my_tasks::MyTasksPage, not_found::NotFound, sign_in::SignInPage,
-    task_detail::TaskDetailPage,
+    caseload::CaseloadPage, my_tasks::MyTasksPage, not_found::NotFound,
+    queue_health::QueueHealthPage, sign_in::SignInPage, task_detail::TaskDetailPage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -59,6 +59,7 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=CaseloadPage />
                 <Route path=StaticSegment("login") view=SignInPage />
                 <Route path=StaticSegment("tasks") view=MyTasksPage />
+                <Route path=(StaticSegment("admin"), StaticSegment("queue")) view=QueueHealthPage />
                 <Route path=(StaticSegment("tasks"), ParamSegment("id")) view=TaskDetailPage />
             </Routes>
         </Router>

@@ -1,5 +1,6 @@
 //! Server functions, grouped by resource, and the wire types they exchange.
 
+pub mod admin;
 pub mod auth;
 pub mod caseload;
 #[cfg(feature = "ssr")]

@@ -59,7 +59,7 @@ pub async fn list_my_tasks(page: u64) -> Result<TaskPage, AppError> {
 }
 
 #[cfg(feature = "ssr")]
-mod ssr_impl {
+pub(crate) mod ssr_impl {
     use queue::{Page, Task, TaskFilter};
 
     use super::*;
@@ -152,6 +152,7 @@ mod ssr_impl {
         Ok(changed)
     }
 
+    /// A task as lists show it.
     pub fn task_row(task: Task) -> TaskRow {
         TaskRow {
             id: task.id,

@@ -16,6 +16,12 @@ pub fn TopBar() -> impl IntoView {
             <nav aria-label="Main">
                 <a href="/">"Caseload"</a>
                 <a href="/tasks">"My tasks"</a>
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        let is_admin = user.await.ok().flatten().is_some_and(|u| u.is_admin);
+                        is_admin.then(|| view! { <a href="/admin/queue">"Queue health"</a> })
+                    })}
+                </Transition>
             </nav>
             <div class="who">
                 <Transition fallback=|| ()>

@@ -1,5 +1,6 @@
 //! Reads for dashboards and tests: one task, lists and counts by filter, history, nodes.
 
+use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Condition;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
@@ -75,6 +76,23 @@ impl Store {
                 count,
             })
             .collect())
+    }
+
+    /// When the longest-waiting queued task became due: the queue's backlog age. A task
+    /// scheduled for later is not waiting yet, so only due tasks count.
+    pub async fn task_oldest_due(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>, QueueError> {
+        Ok(task::Entity::find()
+            .select_only()
+            .column_as(task::Column::RunAt.min(), "oldest")
+            .filter(task::Column::WorkflowStatus.eq(TaskStatus::Queued))
+            .filter(task::Column::RunAt.lte(now))
+            .into_tuple::<Option<DateTime<Utc>>>()
+            .one(&self.db)
+            .await?
+            .flatten())
     }
 
     /// The transitions of a task (and its attempts' errors), oldest first.

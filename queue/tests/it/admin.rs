@@ -16,6 +16,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     abandoning_a_running_task_cancels_it,
     a_failed_task_can_be_retried,
     lists_counts_and_filters,
+    the_backlog_age_counts_only_due_tasks,
 );
 
 /// Commits an empty batch every 20 ms until told to stop, then reports whether it was told.
@@ -163,5 +164,24 @@ async fn lists_counts_and_filters(db: TestDatabase) {
         counts
             .iter()
             .any(|c| c.component == "test.list" && c.status == TaskStatus::Queued && c.count == 3)
+    );
+}
+
+async fn the_backlog_age_counts_only_due_tasks(db: TestDatabase) {
+    let bundle = setup(db);
+    let now = chrono::Utc::now();
+    assert_eq!(bundle.store.task_oldest_due(now).await.unwrap(), None);
+    let later = now + chrono::Duration::hours(1);
+    let earlier = now - chrono::Duration::minutes(5);
+    bundle
+        .enqueue(new_task("test.later").with_run_at(later))
+        .await;
+    assert_eq!(bundle.store.task_oldest_due(now).await.unwrap(), None);
+    let due = bundle
+        .enqueue(new_task("test.due").with_run_at(earlier))
+        .await;
+    assert_eq!(
+        bundle.store.task_oldest_due(now).await.unwrap(),
+        Some(due.run_at)
     );
 }

@@ -3,5 +3,6 @@
 
 mod caseload_search;
 mod helpers;
+mod queue_health;
 mod sign_in;
 mod tasks_api;

@@ -1,0 +1,260 @@
+//! Queue health and repair, for admins: counts, backlog age, nodes, paused actions, and the
+//! failed tasks with bulk retry/abandon.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::api::tasks::TaskRow;
+use crate::error::AppError;
+
+/// Failed tasks listed at once; the rest are reached with "all matching".
+pub const PROBLEMS_SHOWN: u64 = 50;
+/// The most task ids one bulk request may name.
+pub const MAX_BULK_IDS: usize = 1_000;
+
+/// The statuses every health table shows, in lifecycle order.
+pub const STATUSES: [&str; 7] = [
+    "QUEUED",
+    "SCHEDULING",
+    "EXECUTING",
+    "COMPLETED",
+    "FAILURE",
+    "ERROR",
+    "ABANDONED",
+];
+
+/// One action's tasks by status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionCounts {
+    pub action: String,
+    /// Counts in the order of [`STATUSES`].
+    pub counts: Vec<i64>,
+    pub paused: bool,
+}
+
+/// A node of the cluster, as its heartbeat row says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRow {
+    pub node_id: String,
+    pub started: String,
+    pub seconds_since_heartbeat: i64,
+}
+
+/// Everything the queue health page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueHealth {
+    /// Totals in the order of [`STATUSES`].
+    pub totals: Vec<i64>,
+    pub by_action: Vec<ActionCounts>,
+    /// How long the longest-waiting due task has waited, in seconds.
+    pub oldest_wait_seconds: Option<i64>,
+    pub nodes: Vec<NodeRow>,
+    /// FAILURE and ERROR tasks (of `action`, if given), newest first.
+    pub problems: Vec<TaskRow>,
+    pub problem_total: u64,
+}
+
+/// What a bulk repair did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairResult {
+    pub changed: usize,
+    pub skipped: usize,
+}
+
+/// Queue health; `action` narrows the failed-task list to one action (empty for all).
+#[server(endpoint = "queue_health")]
+pub async fn get_queue_health(#[server(default)] action: String) -> Result<QueueHealth, AppError> {
+    crate::api::ssr::respond(ssr_impl::health(action)).await
+}
+
+/// Retries the failed tasks named by `ids`, or, with `all_matching`, every FAILURE/ERROR task
+/// (of `action`, if given) however many there are.
+#[server(endpoint = "retry_tasks")]
+pub async fn retry_tasks(
+    // An empty list is left out of the encoded request, so it must default.
+    #[server(default)] ids: Vec<Uuid>,
+    all_matching: bool,
+    #[server(default)] action: String,
+) -> Result<RepairResult, AppError> {
+    crate::api::ssr::respond(ssr_impl::repair_many(ids, all_matching, action, None)).await
+}
+
+/// Abandons tasks, selected as for [`retry_tasks`], giving `reason`.
+#[server(endpoint = "abandon_tasks")]
+pub async fn abandon_tasks(
+    #[server(default)] ids: Vec<Uuid>,
+    all_matching: bool,
+    #[server(default)] action: String,
+    reason: String,
+) -> Result<RepairResult, AppError> {
+    crate::api::ssr::respond(ssr_impl::repair_many(
+        ids,
+        all_matching,
+        action,
+        Some(reason),
+    ))
+    .await
+}
+
+/// Stops (or resumes) claiming tasks of one action on every node; queued tasks wait.
+#[server(endpoint = "set_action_paused")]
+pub async fn set_action_paused(action: String, paused: bool) -> Result<(), AppError> {
+    crate::api::ssr::respond(ssr_impl::set_paused(action, paused)).await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr_impl {
+    use std::collections::BTreeMap;
+
+    use caseload::users::{Role, StaffUser};
+    use queue::{Page, TaskFilter, TaskSelector, TaskStatus};
+
+    use super::*;
+    use crate::api::ssr::{internal, require_user, state};
+    use crate::api::tasks::ssr_impl::task_row;
+
+    /// Longest reason accepted for an abandon.
+    const MAX_REASON_LEN: usize = 500;
+
+    async fn require_admin() -> Result<StaffUser, AppError> {
+        let user = require_user().await?;
+        if user.role == Role::Admin {
+            Ok(user)
+        } else {
+            Err(AppError::Forbidden)
+        }
+    }
+
+    fn problem_filter(action: &str) -> TaskFilter {
+        TaskFilter {
+            statuses: vec![TaskStatus::Failure, TaskStatus::Error],
+            component: Some(action.to_owned()).filter(|a| !a.is_empty()),
+            owner_id: None,
+        }
+    }
+
+    pub async fn health(action: String) -> Result<QueueHealth, AppError> {
+        require_admin().await?;
+        let store = state()?.store;
+        let now = store.clock().now();
+        let counts = store.task_count_by_status().await.map_err(internal)?;
+        let paused: Vec<String> = store
+            .component_paused_list()
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|p| p.component)
+            .collect();
+        let column = |status: TaskStatus| STATUSES.iter().position(|s| *s == status.as_str());
+        let mut by_action: BTreeMap<String, Vec<i64>> = paused
+            .iter()
+            .map(|a| (a.clone(), vec![0; STATUSES.len()]))
+            .collect();
+        let mut totals = vec![0; STATUSES.len()];
+        for count in counts {
+            if let Some(i) = column(count.status) {
+                by_action
+                    .entry(count.component)
+                    .or_insert_with(|| vec![0; STATUSES.len()])[i] += count.count;
+                totals[i] += count.count;
+            }
+        }
+        let filter = problem_filter(&action);
+        let problems = store
+            .task_list(
+                &filter,
+                Page {
+                    offset: 0,
+                    limit: PROBLEMS_SHOWN,
+                },
+            )
+            .await
+            .map_err(internal)?;
+        Ok(QueueHealth {
+            totals,
+            by_action: by_action
+                .into_iter()
+                .map(|(action, counts)| ActionCounts {
+                    paused: paused.contains(&action),
+                    action,
+                    counts,
+                })
+                .collect(),
+            oldest_wait_seconds: store
+                .task_oldest_due(now)
+                .await
+                .map_err(internal)?
+                .map(|due| (now - due).num_seconds().max(0)),
+            nodes: store
+                .node_list()
+                .await
+                .map_err(internal)?
+                .into_iter()
+                .map(|node| NodeRow {
+                    seconds_since_heartbeat: (now - node.heartbeat_date).num_seconds().max(0),
+                    started: node.started_date.to_rfc3339(),
+                    node_id: node.node_id,
+                })
+                .collect(),
+            problem_total: store.task_count(&filter).await.map_err(internal)?,
+            problems: problems.into_iter().map(task_row).collect(),
+        })
+    }
+
+    pub async fn repair_many(
+        ids: Vec<Uuid>,
+        all_matching: bool,
+        action: String,
+        abandon_reason: Option<String>,
+    ) -> Result<RepairResult, AppError> {
+        let admin = require_admin().await?;
+        let selector = if all_matching {
+            TaskSelector::Filter(problem_filter(&action))
+        } else if ids.is_empty() || ids.len() > MAX_BULK_IDS {
+            return Err(AppError::Invalid(format!(
+                "Select between 1 and {MAX_BULK_IDS} tasks, or all matching."
+            )));
+        } else {
+            TaskSelector::Ids(ids)
+        };
+        let store = state()?.store;
+        let outcome = match abandon_reason {
+            None => store.task_retry_many(&selector, &admin.username).await,
+            Some(reason) => {
+                let reason = reason.trim();
+                if reason.is_empty() || reason.len() > MAX_REASON_LEN {
+                    return Err(AppError::Invalid(format!(
+                        "Give a reason of 1 to {MAX_REASON_LEN} characters."
+                    )));
+                }
+                store
+                    .task_abandon_many(&selector, reason, &admin.username)
+                    .await
+            }
+        }
+        .map_err(internal)?;
+        tracing::info!(admin = %admin.username, changed = outcome.changed.len(), "bulk repair");
+        Ok(RepairResult {
+            changed: outcome.changed.len(),
+            skipped: outcome.skipped.len(),
+        })
+    }
+
+    pub async fn set_paused(action: String, paused: bool) -> Result<(), AppError> {
+        let admin = require_admin().await?;
+        let action = action.trim();
+        if action.is_empty() || action.len() > 100 {
+            return Err(AppError::Invalid("Name the action to pause.".into()));
+        }
+        let store = state()?.store;
+        if paused {
+            store.component_pause(action, &admin.username).await
+        } else {
+            store.component_resume(action).await
+        }
+        .map_err(internal)?;
+        tracing::info!(admin = %admin.username, action, paused, "action pause changed");
+        Ok(())
+    }
+}
