@@ -7,6 +7,7 @@ test('admins open queue health from the top bar; staff get a 403 page', async ({
   await expect(page).toHaveURL(/\/admin\/queue$/);
   await expect(page.getByRole('heading', { name: 'Queue health' })).toBeVisible();
   await expect(page.getByRole('heading', { name: 'Nodes' })).toBeVisible();
+  await expect(page.getByTestId('throughput-chart')).toBeVisible();
   // The server under test is itself a live node.
   await expect(page.locator('ul.nodes li')).toHaveCount(1);
   await expect(page.getByTestId('no-problems')).toBeVisible();

@@ -8,6 +8,8 @@ use uuid::Uuid;
 use crate::api::tasks::TaskRow;
 use crate::error::AppError;
 
+/// Minutes of history in the throughput chart.
+pub const THROUGHPUT_MINUTES: usize = 60;
 /// Failed tasks listed at once; the rest are reached with "all matching".
 pub const PROBLEMS_SHOWN: u64 = 50;
 /// The most task ids one bulk request may name.
@@ -47,6 +49,8 @@ pub struct QueueHealth {
     /// Totals in the order of [`STATUSES`].
     pub totals: Vec<i64>,
     pub by_action: Vec<ActionCounts>,
+    /// Tasks completed in each of the last [`THROUGHPUT_MINUTES`] minutes, oldest first.
+    pub throughput: Vec<i64>,
     /// How long the longest-waiting due task has waited, in seconds.
     pub oldest_wait_seconds: Option<i64>,
     pub nodes: Vec<NodeRow>,
@@ -181,6 +185,10 @@ mod ssr_impl {
                     counts,
                 })
                 .collect(),
+            throughput: store
+                .task_throughput(now, THROUGHPUT_MINUTES)
+                .await
+                .map_err(internal)?,
             oldest_wait_seconds: store
                 .task_oldest_due(now)
                 .await

@@ -1,3 +1,4 @@
 //! Components shared by several pages.
 
+pub mod throughput_chart;
 pub mod top_bar;

@@ -12,6 +12,7 @@ use crate::api::admin::{
     AbandonTasks, QueueHealth, RetryTasks, STATUSES, SetActionPaused, get_queue_health,
 };
 use crate::api::tasks::action_label;
+use crate::components::throughput_chart::ThroughputChart;
 use crate::components::top_bar::TopBar;
 use crate::error::AppError;
 use crate::format;
@@ -100,6 +101,9 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                 .collect_view()}
             <div class="card"><span>"Oldest due task"</span><strong>{oldest}</strong></div>
         </section>
+
+        <h2>"Throughput, last hour"</h2>
+        <ThroughputChart per_minute=health.throughput />
 
         <h2>"By action"</h2>
         <div class="table-scroll">

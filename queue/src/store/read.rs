@@ -2,11 +2,14 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Condition;
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, Statement,
+};
 use uuid::Uuid;
 
-use super::Store;
 use super::entity::{node, task, task_event};
+use super::{Store, dialect};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{Node, Page, StatusCount, Task, TaskEvent, TaskFilter};
@@ -95,6 +98,36 @@ impl Store {
             .flatten())
     }
 
+    /// Tasks completed in each of the `minutes` minutes before `now`, oldest minute first:
+    /// the throughput over that window.
+    pub async fn task_throughput(
+        &self,
+        now: DateTime<Utc>,
+        minutes: usize,
+    ) -> Result<Vec<i64>, QueueError> {
+        let window = i64::try_from(minutes)
+            .map_err(|_| QueueError::Invalid("the throughput window is too long".into()))?;
+        let since = now - chrono::Duration::minutes(window);
+        let statement = Statement::from_sql_and_values(
+            self.backend,
+            dialect::task_completions_per_minute(self.backend),
+            [since.into()],
+        );
+        let mut per_minute = vec![0; minutes];
+        for row in MinuteCount::find_by_statement(statement)
+            .all(&self.db)
+            .await?
+        {
+            if let Some(slot) = usize::try_from(row.minute)
+                .ok()
+                .and_then(|i| per_minute.get_mut(i))
+            {
+                *slot += row.completed;
+            }
+        }
+        Ok(per_minute)
+    }
+
     /// The transitions of a task (and its attempts' errors), oldest first.
     pub async fn task_history(&self, id: Uuid) -> Result<Vec<TaskEvent>, QueueError> {
         Ok(task_event::Entity::find()
@@ -112,4 +145,11 @@ impl Store {
             .all(&self.db)
             .await?)
     }
+}
+
+/// A row of [`dialect::task_completions_per_minute`].
+#[derive(FromQueryResult)]
+struct MinuteCount {
+    minute: i64,
+    completed: i64,
 }

@@ -17,6 +17,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     a_failed_task_can_be_retried,
     lists_counts_and_filters,
     the_backlog_age_counts_only_due_tasks,
+    throughput_counts_completions_per_minute,
 );
 
 /// Commits an empty batch every 20 ms until told to stop, then reports whether it was told.
@@ -183,5 +184,37 @@ async fn the_backlog_age_counts_only_due_tasks(db: TestDatabase) {
     assert_eq!(
         bundle.store.task_oldest_due(now).await.unwrap(),
         Some(due.run_at)
+    );
+}
+
+async fn throughput_counts_completions_per_minute(db: TestDatabase) {
+    let mut bundle = setup(db);
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut registry = Registry::new();
+    registry.register("test.count", CountingExecutor { runs });
+    let runtime = bundle.start("throughput", registry).await;
+    for _ in 0..5 {
+        bundle.enqueue(new_task("test.count")).await;
+    }
+    bundle.wait_count(TaskStatus::Completed, 5).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+
+    let now = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let per_minute = bundle.store.task_throughput(now, 60).await.unwrap();
+    assert_eq!(per_minute.len(), 60);
+    assert_eq!(per_minute.iter().sum::<i64>(), 5);
+    // They all finished just now: in the last minute (or the one before, at a boundary).
+    assert_eq!(per_minute[58] + per_minute[59], 5, "{per_minute:?}");
+    // An hour later they are out of the window.
+    let later = now + chrono::Duration::hours(2);
+    assert_eq!(
+        bundle
+            .store
+            .task_throughput(later, 60)
+            .await
+            .unwrap()
+            .iter()
+            .sum::<i64>(),
+        0
     );
 }

@@ -78,6 +78,15 @@ async fn admins_repair_failed_tasks_in_bulk(db: TestDatabase) {
     assert_eq!(report["totals"][col("ERROR")], 3);
     assert_eq!(report["by_action"][0]["action"], "test.unknown");
     assert_eq!(report["by_action"][0]["counts"][col("ERROR")], 3);
+    // Nothing completed: a full hour of zeros.
+    assert_eq!(report["throughput"].as_array().unwrap().len(), 60);
+    assert!(
+        report["throughput"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n == 0)
+    );
     let (_, body) = send(&app, health("action=other")).await;
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["problem_total"],
