@@ -11,6 +11,7 @@ test('admins open queue health from the top bar; staff get a 403 page', async ({
   // The server under test is itself a live node.
   await expect(page.locator('ul.nodes li')).toHaveCount(1);
   await expect(page.getByTestId('no-problems')).toBeVisible();
+  await expect(page.getByTestId('no-stalled')).toBeVisible();
   await hydrated(page);
   await testInfo.attach('queue-health', { body: await page.screenshot({ fullPage: true }), contentType: 'image/png' });
   await page.getByRole('button', { name: 'Sign out' }).click();

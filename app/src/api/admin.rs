@@ -10,6 +10,8 @@ use crate::error::AppError;
 
 /// Minutes of history in the throughput chart.
 pub const THROUGHPUT_MINUTES: usize = 60;
+/// A running task without a checkpoint or other change for this long is listed as stalled.
+pub const STALLED_AFTER_MINUTES: i64 = 15;
 /// Failed tasks listed at once; the rest are reached with "all matching".
 pub const PROBLEMS_SHOWN: u64 = 50;
 /// The most task ids one bulk request may name.
@@ -43,6 +45,16 @@ pub struct NodeRow {
     pub seconds_since_heartbeat: i64,
 }
 
+/// A running task that looks stuck.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StalledTask {
+    pub task: TaskRow,
+    /// The node holding it.
+    pub node: String,
+    /// When it last changed (claim, checkpoint or progress), RFC 3339.
+    pub last_change: String,
+}
+
 /// Everything the queue health page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueHealth {
@@ -57,6 +69,8 @@ pub struct QueueHealth {
     /// FAILURE and ERROR tasks (of `action`, if given), newest first.
     pub problems: Vec<TaskRow>,
     pub problem_total: u64,
+    /// Running tasks held by a dead node or quiet for [`STALLED_AFTER_MINUTES`].
+    pub stalled: Vec<StalledTask>,
 }
 
 /// What a bulk repair did.
@@ -206,6 +220,21 @@ mod ssr_impl {
                 })
                 .collect(),
             problem_total: store.task_count(&filter).await.map_err(internal)?,
+            stalled: store
+                .task_list_stalled(
+                    now - queue::runtime::NODE_TIMEOUT_DEFAULT,
+                    now - chrono::Duration::minutes(STALLED_AFTER_MINUTES),
+                    PROBLEMS_SHOWN,
+                )
+                .await
+                .map_err(internal)?
+                .into_iter()
+                .map(|task| StalledTask {
+                    node: task.scheduled_by_process.clone().unwrap_or_default(),
+                    last_change: task.modified_date.to_rfc3339(),
+                    task: task_row(task),
+                })
+                .collect(),
             problems: problems.into_iter().map(task_row).collect(),
         })
     }

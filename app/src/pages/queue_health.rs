@@ -162,6 +162,45 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             }.into_any()
         }}
 
+        <h2>"Stalled tasks"</h2>
+        <p class="hint">
+            {format!(
+                "Running tasks whose node stopped sending heartbeats (they go back to the queue by themselves) or that have not moved for {} minutes.",
+                crate::api::admin::STALLED_AFTER_MINUTES
+            )}
+        </p>
+        {if health.stalled.is_empty() {
+            view! { <p class="empty" data-testid="no-stalled">"No stalled tasks."</p> }.into_any()
+        } else {
+            view! {
+                <div class="table-scroll">
+                    <table data-testid="stalled">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Action"</th>
+                                <th scope="col">"Status"</th>
+                                <th scope="col">"Node"</th>
+                                <th scope="col">"Last change"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {health.stalled.into_iter().map(|stalled| {
+                                let id = stalled.task.id;
+                                view! {
+                                    <tr>
+                                        <td><a href=format!("/tasks/{id}")>{action_label(&stalled.task.action).to_owned()}</a></td>
+                                        <td>{stalled.task.status}</td>
+                                        <td><code>{stalled.node}</code></td>
+                                        <td>{format::second(&stalled.last_change)}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            }.into_any()
+        }}
+
         <Problems health_problems=health.problems problem_total=health.problem_total action_names action_filter actions />
     }
 }

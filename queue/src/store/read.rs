@@ -128,6 +128,35 @@ impl Store {
         Ok(per_minute)
     }
 
+    /// Running tasks (SCHEDULING/EXECUTING) that look stuck, newest first: held by a node with
+    /// no heartbeat since `dead_before` (the rescuer will take them back), or without a
+    /// checkpoint or any other change since `quiet_before` (hung, or very slow, work).
+    pub async fn task_list_stalled(
+        &self,
+        dead_before: DateTime<Utc>,
+        quiet_before: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<Task>, QueueError> {
+        let live_nodes = sea_orm::sea_query::Query::select()
+            .column(node::Column::NodeId)
+            .from(node::Entity)
+            .and_where(node::Column::HeartbeatDate.gte(dead_before))
+            .to_owned();
+        Ok(task::Entity::find()
+            .filter(
+                task::Column::WorkflowStatus.is_in([TaskStatus::Scheduling, TaskStatus::Executing]),
+            )
+            .filter(
+                Condition::any()
+                    .add(task::Column::ModifiedDate.lt(quiet_before))
+                    .add(task::Column::ScheduledByProcess.not_in_subquery(live_nodes)),
+            )
+            .order_by_desc(task::Column::CreatedDate)
+            .limit(limit)
+            .all(&self.db)
+            .await?)
+    }
+
     /// The transitions of a task (and its attempts' errors), oldest first.
     pub async fn task_history(&self, id: Uuid) -> Result<Vec<TaskEvent>, QueueError> {
         Ok(task_event::Entity::find()

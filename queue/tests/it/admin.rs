@@ -18,6 +18,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     lists_counts_and_filters,
     the_backlog_age_counts_only_due_tasks,
     throughput_counts_completions_per_minute,
+    stalled_tasks_are_those_of_dead_nodes_or_without_progress,
 );
 
 /// Commits an empty batch every 20 ms until told to stop, then reports whether it was told.
@@ -217,4 +218,37 @@ async fn throughput_counts_completions_per_minute(db: TestDatabase) {
             .sum::<i64>(),
         0
     );
+}
+
+async fn stalled_tasks_are_those_of_dead_nodes_or_without_progress(db: TestDatabase) {
+    let bundle = setup(db);
+    let now = chrono::Utc::now();
+    let live = queue::NodeIdentity::new("live", now);
+    bundle.store.node_heartbeat(&live, now).await.unwrap();
+    let ghost = "ghost-20260101T000000Z";
+    for node_id in [live.node_id.as_str(), ghost] {
+        bundle.enqueue(new_task("test.stall")).await;
+        let claimed = bundle
+            .store
+            .task_get_available(queue::TaskGetAvailableParams {
+                max: 1,
+                now: chrono::Utc::now(),
+                node_id,
+            })
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+    }
+    let minute = chrono::Duration::minutes(1);
+    let stalled = |quiet_before| {
+        bundle
+            .store
+            .task_list_stalled(now - minute, quiet_before, 10)
+    };
+    // Only the task of the node without a heartbeat row is stalled...
+    let found = stalled(now - minute).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].scheduled_by_process.as_deref(), Some(ghost));
+    // ...until the live node's task, too, has gone quiet for long enough.
+    assert_eq!(stalled(now + minute).await.unwrap().len(), 2);
 }

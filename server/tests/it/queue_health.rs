@@ -78,6 +78,8 @@ async fn admins_repair_failed_tasks_in_bulk(db: TestDatabase) {
     assert_eq!(report["totals"][col("ERROR")], 3);
     assert_eq!(report["by_action"][0]["action"], "test.unknown");
     assert_eq!(report["by_action"][0]["counts"][col("ERROR")], 3);
+    // Nothing is running, so nothing is stalled.
+    assert_eq!(report["stalled"], json!([]));
     // Nothing completed: a full hour of zeros.
     assert_eq!(report["throughput"].as_array().unwrap().len(), 60);
     assert!(
