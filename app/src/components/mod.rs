@@ -1,4 +1,5 @@
 //! Components shared by several pages.
 
+pub mod feedback;
 pub mod throughput_chart;
 pub mod top_bar;

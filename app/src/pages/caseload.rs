@@ -10,6 +10,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::caseload::{
     CaseloadPage as Page, CaseloadQuery, PersonRow, list_program_statuses, search_caseload,
 };
+use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::top_bar::TopBar;
 use crate::format;
 
@@ -64,8 +65,7 @@ pub fn CaseloadPage() -> impl IntoView {
                     match results.await {
                         Ok(page) => view! { <Results page query=query() /> }.into_any(),
                         Err(error) => {
-                            view! { <p class="error" role="alert">{error.to_string()}</p> }
-                                .into_any()
+                            view! { <ErrorMessage error /> }.into_any()
                         }
                     }
                 })}
@@ -97,14 +97,7 @@ fn Results(page: Page, query: CaseloadQuery) -> impl IntoView {
         <p data-testid="result-summary">{summary}</p>
         <div class="table-scroll">
             <table class="caseload">
-                <thead>
-                    <tr>
-                        <th scope="col">"Name"</th>
-                        <th scope="col">"School id"</th>
-                        <th scope="col">"Email"</th>
-                        <th scope="col">"Program status"</th>
-                    </tr>
-                </thead>
+                <HeaderRow columns=&["Name", "School id", "Email", "Program status"] />
                 <tbody>{page.people.into_iter().map(person_row).collect_view()}</tbody>
             </table>
         </div>

@@ -8,6 +8,7 @@ use leptos_meta::Title;
 use uuid::Uuid;
 
 use crate::api::tasks::{TaskRow, TaskUpdate, action_label, list_my_tasks};
+use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
@@ -71,8 +72,7 @@ pub fn MyTasksPage() -> impl IntoView {
                                 .into_any()
                         }
                         Err(error) => {
-                            view! { <p class="error" role="alert">{error.to_string()}</p> }
-                                .into_any()
+                            view! { <ErrorMessage error /> }.into_any()
                         }
                     }
                 })}

@@ -12,6 +12,7 @@ use crate::api::admin::{
     AbandonTasks, QueueHealth, RetryTasks, STATUSES, SetActionPaused, get_queue_health,
 };
 use crate::api::tasks::action_label;
+use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::throughput_chart::ThroughputChart;
 use crate::components::top_bar::TopBar;
 use crate::error::AppError;
@@ -61,8 +62,7 @@ pub fn QueueHealthPage() -> impl IntoView {
                         }
                         .into_any(),
                         Err(error) => {
-                            view! { <p class="error" role="alert">{error.to_string()}</p> }
-                                .into_any()
+                            view! { <ErrorMessage error /> }.into_any()
                         }
                     }
                 })}
@@ -175,14 +175,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             view! {
                 <div class="table-scroll">
                     <table data-testid="stalled">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Action"</th>
-                                <th scope="col">"Status"</th>
-                                <th scope="col">"Node"</th>
-                                <th scope="col">"Last change"</th>
-                            </tr>
-                        </thead>
+                        <HeaderRow columns=&["Action", "Status", "Node", "Last change"] />
                         <tbody>
                             {health.stalled.into_iter().map(|stalled| {
                                 let id = stalled.task.id;

@@ -8,6 +8,7 @@ use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use crate::api::tasks::{AbandonTask, RetryTask, TaskDetail, action_label, get_task_detail};
+use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
@@ -58,7 +59,7 @@ pub fn TaskDetailPage() -> impl IntoView {
                         Err(error) => {
                             view! {
                                 <h1>"Task"</h1>
-                                <p class="error" role="alert">{error.to_string()}</p>
+                                <ErrorMessage error />
                             }
                                 .into_any()
                         }
