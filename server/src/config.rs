@@ -47,7 +47,9 @@ pub enum Command {
 }
 
 /// Options of `serve`.
-#[derive(Debug, Args, Clone)]
+// `Parser` (which includes `Args`) so the defaults can be had on their own, for `bulkq`
+// run without a subcommand.
+#[derive(Debug, Parser, Clone)]
 pub struct ServeOptions {
     /// Address and port to listen on.
     #[arg(long, env = "BULKQ_LISTEN", default_value = "127.0.0.1:3000")]
@@ -79,13 +81,9 @@ pub struct ServeOptions {
 }
 
 impl Default for ServeOptions {
+    /// The options `serve` gets from its environment and defaults alone.
     fn default() -> Self {
-        // The defaults clap would apply, for `bulkq` run without a subcommand.
-        let cli = Cli::parse_from(["bulkq", "serve"]);
-        match cli.command {
-            Some(Command::Serve(options)) => options,
-            _ => unreachable!("`serve` parses as the serve subcommand"),
-        }
+        Self::parse_from(["bulkq"])
     }
 }
 
