@@ -50,7 +50,10 @@ fn registry() -> Registry {
             max_delay: Duration::from_millis(50),
             jitter: 0.0,
         },
-        timeout: Duration::from_millis(300),
+        // Long enough that a panic is always seen as a panic, not overtaken by the timeout
+        // while a loaded machine has not yet scheduled the worker; short enough for the
+        // hanging-executor test.
+        timeout: Duration::from_secs(2),
     };
     let mut registry = Registry::new();
     registry.register_with("test.flaky", Flaky, config);
