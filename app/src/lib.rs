@@ -19,7 +19,7 @@ pub mod pages;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{ParamSegment, StaticSegment};
+use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
 use crate::pages::{
     caseload::CaseloadPage, my_tasks::MyTasksPage, not_found::NotFound,
@@ -59,7 +59,13 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=CaseloadPage />
                 <Route path=StaticSegment("login") view=SignInPage />
                 <Route path=StaticSegment("tasks") view=MyTasksPage />
-                <Route path=(StaticSegment("admin"), StaticSegment("queue")) view=QueueHealthPage />
+                // Rendered whole before anything is sent, so a staff visitor's 403 can still
+                // set the status (a streamed page would already have sent 200).
+                <Route
+                    path=(StaticSegment("admin"), StaticSegment("queue"))
+                    view=QueueHealthPage
+                    ssr=SsrMode::Async
+                />
                 <Route path=(StaticSegment("tasks"), ParamSegment("id")) view=TaskDetailPage />
             </Routes>
         </Router>
