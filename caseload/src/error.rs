@@ -12,6 +12,15 @@ pub enum CaseloadError {
     /// Hashing or verifying a password failed (never because the password was wrong).
     #[error("password hashing failed: {0}")]
     PasswordHash(String),
+    /// A program status code that `program_status` does not list.
+    #[error("unknown program status {0:?}")]
+    UnknownStatus(String),
+    /// A staff user id that names nobody (a task's `run_as` deleted since it was submitted).
+    #[error("unknown staff user {0}")]
+    UnknownUser(uuid::Uuid),
+    /// Writing an export file failed.
+    #[error("export file: {0}")]
+    Io(#[from] std::io::Error),
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
 }

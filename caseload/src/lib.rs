@@ -7,12 +7,27 @@
 //! - [`search`]: the caseload search (filters, sort, server-side paging).
 //! - [`seed`]: the deterministic demo/benchmark data generator.
 //! - [`statuses`]: program statuses.
+//! - [`access`]: the run_as rule (who may act on whom).
+//! - The bulk actions' domain work, one batch at a time, on any connection or transaction
+//!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
+//!   [`export`], [`email`].
 
+pub mod access;
+pub mod email;
 pub mod entity;
 pub mod error;
+pub mod export;
+mod once_per_task;
 pub mod search;
 pub mod seed;
+pub mod status_change;
 pub mod statuses;
 pub mod users;
+pub mod watches;
 
 pub use error::CaseloadError;
+
+/// The most people one call of a batch operation may name. Their ids are bound as SQL
+/// parameters, and SQLite allows 32,766 per statement; a checkpointed batch should be far
+/// smaller anyway (about 1,000), so that a crash repeats little work.
+pub const MAX_BATCH: usize = 10_000;

@@ -1,27 +1,49 @@
-//! Caseload search: filters, a stable sort and server-side paging.
+//! Caseload search: filters, a stable sort and server-side paging, plus the keyset walk that
+//! bulk actions use to visit every person a saved query matches.
 
-use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr};
+use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::entity::person;
+use crate::access::Actor;
+use crate::entity::{person, person_watch};
+
+/// The shortest text a "contains" search accepts: PostgreSQL's trigram index needs three
+/// characters to narrow anything down, and shorter text matches much of the caseload anyway.
+pub const MIN_CONTAINS_LEN: usize = 3;
+
+/// The text a "contains" search looks in. Identical to the expression of the migration's
+/// trigram index (`idx_person_contains`), which PostgreSQL only uses for the same expression.
+const CONTAINS_EXPRESSION: &str =
+    "lower(first_name || ' ' || last_name || ' ' || school_id || ' ' || coalesce(email, ''))";
 
 /// The most rows one page may hold; larger requests are rejected, not silently truncated.
 pub const MAX_PAGE_SIZE: u64 = 200;
 
-/// Which people a search (or a bulk action's saved query) selects. Empty means everyone.
+/// Which people a search (or a bulk action's saved query) selects. Empty means everyone;
+/// every field given narrows the result. Missing fields in JSON mean "any", so a saved
+/// `{"query": {...}}` names only the filters it uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PersonFilter {
     /// Words that must each start a first name, last name or school id (case-insensitive).
     pub name: Option<String>,
+    /// The start of the email address (case-insensitive).
+    pub email: Option<String>,
+    /// Text found anywhere in the first name, last name, school id or email address
+    /// (case-insensitive; at least [`MIN_CONTAINS_LEN`] characters).
+    pub contains: Option<String>,
     /// Only people in this program status (by code).
     pub program_status: Option<String>,
     /// Only people coached by this staff user ("my caseload").
     pub coach_id: Option<Uuid>,
+    /// Only people this staff user watches ("watched by me").
+    pub watched_by: Option<Uuid>,
 }
 
 /// One page of a search, numbered from 0.
@@ -68,6 +90,10 @@ pub struct PersonPage {
 
 /// Finds the people matching `filter`, sorted by last name, first name, then id (so paging
 /// is stable even among namesakes).
+///
+/// `total` is exact. Counting all matches is the expensive half of a page at a million
+/// people, which is why every filter is served by an index (see ARCHITECTURE-caseload.md
+/// for the measured latencies).
 pub async fn search_people<C: ConnectionTrait>(
     db: &C,
     filter: &PersonFilter,
@@ -78,15 +104,16 @@ pub async fn search_people<C: ConnectionTrait>(
             "page_size must be between 1 and {MAX_PAGE_SIZE}"
         )));
     }
-    let paginator = person::Entity::find()
-        .filter(condition(filter))
+    let condition = condition(db.get_database_backend(), filter)?;
+    let total = count_matching(db, condition.clone()).await?;
+    let people = person::Entity::find()
+        .filter(condition)
         .order_by_asc(person::Column::LastName)
         .order_by_asc(person::Column::FirstName)
         .order_by_asc(person::Column::Id)
-        .paginate(db, page.page_size);
-    let total = paginator.num_items().await?;
-    let people = paginator
-        .fetch_page(page.page)
+        .offset(page.page.saturating_mul(page.page_size))
+        .limit(page.page_size)
+        .all(db)
         .await?
         .into_iter()
         .map(PersonSummary::from)
@@ -99,20 +126,100 @@ pub async fn search_people<C: ConnectionTrait>(
     })
 }
 
+/// How many people match `filter` within `actor`'s scope: what a bulk action over a saved
+/// query will target (for previews and the task's progress total).
+pub async fn count_people<C: ConnectionTrait>(
+    db: &C,
+    filter: &PersonFilter,
+    actor: &Actor,
+) -> Result<u64, CaseloadError> {
+    let condition = condition(db.get_database_backend(), filter)?.add(actor.scope());
+    count_matching(db, condition).await
+}
+
+/// The next `limit` people after `after` (by id) matching `filter` within `actor`'s scope.
+///
+/// This is how a bulk action walks a saved query when it runs: keyset pagination by primary
+/// key, so each batch is one index range however far along the walk is, memory stays at one
+/// batch, and the id of the last person is the checkpoint to resume from. People added
+/// behind the cursor during the walk are not visited; that is the meaning of "evaluated when
+/// the task runs".
+pub async fn people_after<C: ConnectionTrait>(
+    db: &C,
+    filter: &PersonFilter,
+    actor: &Actor,
+    after: Option<Uuid>,
+    limit: u64,
+) -> Result<Vec<person::Model>, CaseloadError> {
+    let mut condition = condition(db.get_database_backend(), filter)?.add(actor.scope());
+    if let Some(after) = after {
+        condition = condition.add(person::Column::Id.gt(after));
+    }
+    Ok(person::Entity::find()
+        .filter(condition)
+        .order_by_asc(person::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await?)
+}
+
+/// The people with these ids, by id (unknown ids are simply absent).
+pub async fn people_by_ids<C: ConnectionTrait>(
+    db: &C,
+    ids: &[Uuid],
+) -> Result<Vec<person::Model>, CaseloadError> {
+    crate::access::check_batch_size(ids)?;
+    Ok(person::Entity::find()
+        .filter(person::Column::Id.is_in(ids.iter().copied()))
+        .order_by_asc(person::Column::Id)
+        .all(db)
+        .await?)
+}
+
+async fn count_matching<C: ConnectionTrait>(
+    db: &C,
+    condition: Condition,
+) -> Result<u64, CaseloadError> {
+    Ok(person::Entity::find().filter(condition).count(db).await?)
+}
+
 /// The SQL condition for a filter.
-fn condition(filter: &PersonFilter) -> Condition {
+fn condition(backend: DbBackend, filter: &PersonFilter) -> Result<Condition, CaseloadError> {
     let mut all = Condition::all();
     for word in filter.name.iter().flat_map(|name| name.split_whitespace()) {
-        let pattern = LikeExpr::new(format!("{}%", escape_like(&word.to_lowercase()))).escape('\\');
-        let starts = |column: person::Column| {
-            Expr::expr(Func::lower(Expr::col(column))).like(pattern.clone())
-        };
+        let word = word.to_lowercase();
         all = all.add(
             Condition::any()
-                .add(starts(person::Column::LastName))
-                .add(starts(person::Column::FirstName))
-                .add(starts(person::Column::SchoolId)),
+                .add(starts_with(backend, person::Column::LastName, &word))
+                .add(starts_with(backend, person::Column::FirstName, &word))
+                .add(starts_with(backend, person::Column::SchoolId, &word)),
         );
+    }
+    if let Some(email) = filter
+        .email
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        all = all.add(starts_with(
+            backend,
+            person::Column::Email,
+            &email.to_lowercase(),
+        ));
+    }
+    if let Some(text) = filter
+        .contains
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        if text.chars().count() < MIN_CONTAINS_LEN {
+            return Err(CaseloadError::Invalid(format!(
+                "a \"contains\" search needs at least {MIN_CONTAINS_LEN} characters"
+            )));
+        }
+        let pattern = format!("%{}%", escape_like(&text.to_lowercase()));
+        all = all.add(Expr::cust(CONTAINS_EXPRESSION).like(LikeExpr::new(pattern).escape('\\')));
     }
     if let Some(status) = &filter.program_status {
         all = all.add(person::Column::ProgramStatus.eq(status.as_str()));
@@ -120,7 +227,37 @@ fn condition(filter: &PersonFilter) -> Condition {
     if let Some(coach_id) = filter.coach_id {
         all = all.add(person::Column::CoachId.eq(coach_id));
     }
-    all
+    if let Some(staff_user_id) = filter.watched_by {
+        // `IN (subquery)` rather than `EXISTS`: both planners can then start from the few
+        // watched people instead of probing the watch table once per person.
+        all = all.add(
+            person::Column::Id.in_subquery(
+                Query::select()
+                    .column(person_watch::Column::PersonId)
+                    .from(person_watch::Entity)
+                    .and_where(person_watch::Column::StaffUserId.eq(staff_user_id))
+                    .to_owned(),
+            ),
+        );
+    }
+    Ok(all)
+}
+
+/// `lower(column)` starts with `prefix` (already lowercase).
+///
+/// The LIKE alone is exact on both backends and is what PostgreSQL's `text_pattern_ops`
+/// index serves. SQLite cannot use an index for a LIKE with an ESCAPE clause, so there the
+/// same prefix is also given as a range, which its `lower(column)` index serves.
+fn starts_with(backend: DbBackend, column: person::Column, prefix: &str) -> Condition {
+    let lowered = || Expr::expr(Func::lower(Expr::col(column)));
+    let like = lowered().like(LikeExpr::new(format!("{}%", escape_like(prefix))).escape('\\'));
+    let condition = Condition::all().add(like);
+    match backend {
+        DbBackend::Sqlite => condition
+            .add(lowered().gte(prefix))
+            .add(lowered().lt(format!("{prefix}{}", char::MAX))),
+        _ => condition,
+    }
 }
 
 /// Escapes LIKE's wildcards so user input matches literally.

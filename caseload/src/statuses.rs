@@ -14,3 +14,11 @@ pub async fn list_program_statuses<C: ConnectionTrait>(
         .all(db)
         .await?)
 }
+
+/// Fails with [`CaseloadError::UnknownStatus`] unless `code` is a program status.
+pub async fn require_status<C: ConnectionTrait>(db: &C, code: &str) -> Result<(), CaseloadError> {
+    match program_status::Entity::find_by_id(code).one(db).await? {
+        Some(_) => Ok(()),
+        None => Err(CaseloadError::UnknownStatus(code.to_owned())),
+    }
+}

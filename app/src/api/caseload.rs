@@ -86,7 +86,7 @@ mod ssr_impl {
         let filter = PersonFilter {
             name: Some(query.q.trim().to_owned()).filter(|q| !q.is_empty()),
             program_status: Some(query.status).filter(|s| !s.is_empty()),
-            coach_id: None,
+            ..PersonFilter::default()
         };
         let page = caseload::search::search_people(
             &db()?,

@@ -1,5 +1,8 @@
 //! SeaORM entities for the caseload tables.
 
+pub mod email_send_log;
 pub mod person;
+pub mod person_watch;
 pub mod program_status;
+pub mod program_status_change;
 pub mod staff_user;

@@ -1,5 +1,8 @@
 //! Caseload integration tests against real databases (SQLite file and PostgreSQL).
 
+mod email;
+mod helpers;
 mod search;
 mod seed;
+mod status_change;
 mod users;

@@ -1,0 +1,166 @@
+//! Who a bulk action may touch: the run_as rule.
+//!
+//! A task acts with the permissions of its `run_as` staff user:
+//! - an **admin** may target anyone;
+//! - a **staff** user may target the people they coach and the people nobody coaches yet
+//!   (so staff can pick up unassigned people, but never act on a colleague's caseload).
+//!
+//! The rule is one SQL condition ([`Actor::scope`]), so it applies the same way to explicit
+//! id lists (where people outside it are reported as forbidden and left alone) and to saved
+//! queries (where they are simply not selected).
+
+use std::collections::{HashMap, HashSet};
+
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::MAX_BATCH;
+use crate::entity::person;
+use crate::users::{Role, find_user};
+
+/// The staff user an operation acts as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Actor {
+    pub id: Uuid,
+    pub role: Role,
+}
+
+impl Actor {
+    /// Loads the `run_as` user; a task whose user has since been deleted may do nothing.
+    pub async fn load<C: ConnectionTrait>(db: &C, user_id: Uuid) -> Result<Self, CaseloadError> {
+        let user = find_user(db, user_id)
+            .await?
+            .ok_or(CaseloadError::UnknownUser(user_id))?;
+        Ok(Actor {
+            id: user.id,
+            role: user.role,
+        })
+    }
+
+    /// The people this actor may act on, as a condition on `person` (everyone for admins).
+    pub fn scope(&self) -> Condition {
+        match self.role {
+            Role::Admin => Condition::all(),
+            Role::Staff => Condition::any()
+                .add(person::Column::CoachId.eq(self.id))
+                .add(person::Column::CoachId.is_null()),
+        }
+    }
+
+    /// Whether this actor may act on a person with this coach.
+    pub fn may_target(&self, coach_id: Option<Uuid>) -> bool {
+        match self.role {
+            Role::Admin => true,
+            Role::Staff => coach_id.is_none_or(|coach| coach == self.id),
+        }
+    }
+}
+
+/// A batch of requested ids sorted by what the actor may do with them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Targets {
+    /// Existing people the actor may act on, in the order requested.
+    pub allowed: Vec<Uuid>,
+    /// Existing people outside the actor's scope.
+    pub forbidden: Vec<Uuid>,
+    /// Ids that name nobody (never existed, or deleted since the task was submitted).
+    pub unknown: Vec<Uuid>,
+}
+
+/// Sorts `ids` into allowed, forbidden and unknown for `actor` with one query (a repeated id
+/// counts once), and returns the allowed people's rows in the order requested.
+pub async fn load_targets<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    ids: &[Uuid],
+) -> Result<(Targets, Vec<person::Model>), CaseloadError> {
+    check_batch_size(ids)?;
+    let mut found: HashMap<Uuid, person::Model> = person::Entity::find()
+        .filter(person::Column::Id.is_in(ids.iter().copied()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row))
+        .collect();
+    let coaches = found.iter().map(|(id, row)| (*id, row.coach_id)).collect();
+    let targets = sort_targets(actor, ids, &coaches);
+    let allowed = targets
+        .allowed
+        .iter()
+        .filter_map(|id| found.remove(id))
+        .collect();
+    Ok((targets, allowed))
+}
+
+/// Sorts `ids` given the coach of each existing person among them.
+pub fn sort_targets(actor: &Actor, ids: &[Uuid], coaches: &HashMap<Uuid, Option<Uuid>>) -> Targets {
+    let mut targets = Targets::default();
+    let mut seen = HashSet::with_capacity(ids.len());
+    for id in ids.iter().filter(|id| seen.insert(**id)) {
+        match coaches.get(id) {
+            None => targets.unknown.push(*id),
+            Some(coach) if actor.may_target(*coach) => targets.allowed.push(*id),
+            Some(_) => targets.forbidden.push(*id),
+        }
+    }
+    targets
+}
+
+/// Rejects a batch larger than [`MAX_BATCH`]: its ids are bound as SQL parameters, and both
+/// backends limit how many one statement may have.
+pub fn check_batch_size(ids: &[Uuid]) -> Result<(), CaseloadError> {
+    if ids.len() > MAX_BATCH {
+        return Err(CaseloadError::Invalid(format!(
+            "a batch may name at most {MAX_BATCH} people"
+        )));
+    }
+    Ok(())
+}
+
+/// What one batch of a bulk action did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    /// People the batch changed (or, for email, whose message it handled).
+    pub changed: u64,
+    /// Allowed people left as they were: already in the wanted state, or done by an earlier
+    /// run of the same batch.
+    pub unchanged: u64,
+    pub forbidden: Vec<Uuid>,
+    pub unknown: Vec<Uuid>,
+}
+
+impl BatchReport {
+    /// A report whose forbidden and unknown people are those of `targets`.
+    pub fn for_targets(targets: &Targets, changed: u64) -> Self {
+        BatchReport {
+            changed,
+            unchanged: targets.allowed.len() as u64 - changed,
+            forbidden: targets.forbidden.clone(),
+            unknown: targets.unknown.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staff_may_target_their_own_and_unassigned_people_admins_anyone() {
+        let me = Uuid::now_v7();
+        let colleague = Uuid::now_v7();
+        let staff = Actor {
+            id: me,
+            role: Role::Staff,
+        };
+        let admin = Actor {
+            id: me,
+            role: Role::Admin,
+        };
+        assert!(staff.may_target(Some(me)));
+        assert!(staff.may_target(None));
+        assert!(!staff.may_target(Some(colleague)));
+        assert!(admin.may_target(Some(colleague)));
+    }
+}

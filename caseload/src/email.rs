@@ -1,0 +1,486 @@
+//! Bulk email: one message per targeted person with an address, each person at most once per
+//! task, even across crashes and retries.
+//!
+//! Sending is a side effect no transaction can undo, so a batch goes through three steps, and
+//! the executor runs the first and last inside its checkpointed batch transactions:
+//!
+//! ```text
+//! claim_recipients  (txn: log rows 'sending' + checkpoint)      ─┐
+//! Mailer::send      (no transaction; one SMTP message per person) │ per batch
+//! record_outcomes   (txn: 'sent' / 'deferred' / 'failed' + checkpoint)
+//! ```
+//!
+//! A row still `sending` when an attempt starts belongs to an attempt that died between
+//! sending and recording; the message may or may not have gone out, so
+//! [`fail_interrupted`] marks it `failed` instead of sending again: at most once wins over at
+//! least once. A transient failure (SMTP 4xx, connection refused, timeout) is `deferred`, and
+//! [`claim_deferred`] hands it out again, up to [`MAX_SEND_ATTEMPTS`] times; a permanent one
+//! (5xx, an unusable address) is `failed` at once. Sending happens outside any transaction,
+//! so a slow relay never holds SQLite's write lock.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use lettre::message::{Mailbox, header::ContentType};
+use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::access::{Actor, BatchReport, load_targets};
+use crate::entity::{email_send_log as log, person};
+use crate::once_per_task::insert_new;
+use crate::search::people_by_ids;
+
+/// Sends of one recipient after which a transient failure counts as permanent.
+pub const MAX_SEND_ATTEMPTS: i32 = 5;
+/// The longest subject accepted.
+pub const MAX_SUBJECT_LEN: usize = 200;
+/// The longest body accepted, in bytes.
+pub const MAX_BODY_LEN: usize = 100_000;
+/// The most cc addresses; every message carries all of them.
+pub const MAX_CC: usize = 10;
+
+/// The state of one recipient in `email_send_log.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendStatus {
+    /// Claimed by an attempt that is sending (or died sending) the message.
+    Sending,
+    /// Accepted by the relay (or written to the outbox).
+    Sent,
+    /// Failed transiently; will be tried again.
+    Deferred,
+    /// Failed for good: rejected, unusable address, too many attempts, or interrupted.
+    Failed,
+}
+
+impl SendStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendStatus::Sending => "sending",
+            SendStatus::Sent => "sent",
+            SendStatus::Deferred => "deferred",
+            SendStatus::Failed => "failed",
+        }
+    }
+}
+
+/// What each message says; the same for every recipient.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailContent {
+    pub subject: String,
+    /// Plain text.
+    pub body: String,
+    /// Addresses copied on every message.
+    #[serde(default)]
+    pub cc: Vec<String>,
+}
+
+impl EmailContent {
+    /// Checks the content before anyone is emailed.
+    pub fn validate(&self) -> Result<(), CaseloadError> {
+        let subject_len = self.subject.trim().chars().count();
+        if subject_len == 0 || subject_len > MAX_SUBJECT_LEN {
+            return Err(CaseloadError::Invalid(format!(
+                "a subject must have 1 to {MAX_SUBJECT_LEN} characters"
+            )));
+        }
+        if self.subject.contains(['\r', '\n']) {
+            return Err(CaseloadError::Invalid(
+                "a subject must fit on one line".into(),
+            ));
+        }
+        if self.body.trim().is_empty() || self.body.len() > MAX_BODY_LEN {
+            return Err(CaseloadError::Invalid(format!(
+                "a body must have 1 to {MAX_BODY_LEN} bytes"
+            )));
+        }
+        if self.cc.len() > MAX_CC {
+            return Err(CaseloadError::Invalid(format!(
+                "at most {MAX_CC} cc addresses"
+            )));
+        }
+        self.cc_mailboxes().map(|_| ())
+    }
+
+    fn cc_mailboxes(&self) -> Result<Vec<Mailbox>, CaseloadError> {
+        self.cc
+            .iter()
+            .map(|cc| {
+                cc.parse()
+                    .map_err(|_| CaseloadError::Invalid(format!("{cc:?} is not an email address")))
+            })
+            .collect()
+    }
+}
+
+/// Someone a message goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipient {
+    pub person_id: Uuid,
+    /// Shown in the To header.
+    pub name: String,
+    pub address: String,
+}
+
+/// What became of one send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    Sent,
+    /// Worth trying again later (SMTP 4xx, connection or timeout errors, outbox I/O).
+    Transient(String),
+    /// Never worth trying again (SMTP 5xx, an address that is not one).
+    Permanent(String),
+}
+
+/// The recipients a batch claimed, and what happened to the rest of its people.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claim {
+    /// Newly claimed: send to these, then record the outcomes.
+    pub recipients: Vec<Recipient>,
+    /// Allowed people without an address on file (skipped).
+    pub without_address: Vec<Uuid>,
+    /// `changed` counts the claimed recipients; `unchanged` those without an address or
+    /// claimed by an earlier run of this batch.
+    pub report: BatchReport,
+}
+
+/// Claims the people of a batch as recipients of task `task_id` (step 1 of 3).
+///
+/// Inserts a `sending` log row per allowed person with an address, unless the task already
+/// has a row for them, and returns exactly the newly claimed ones: a re-run of the batch
+/// claims nobody twice.
+pub async fn claim_recipients<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    person_ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<Claim, CaseloadError> {
+    let (targets, people) = load_targets(db, actor, person_ids).await?;
+    let (with_address, without): (Vec<_>, Vec<_>) =
+        people.into_iter().partition(|p| p.email.is_some());
+    let claimed = insert_claims(db, task_id, &with_address, now).await?;
+    let recipients: Vec<Recipient> = with_address
+        .into_iter()
+        .filter(|p| claimed.contains(&p.id))
+        .filter_map(recipient)
+        .collect();
+    Ok(Claim {
+        report: BatchReport::for_targets(&targets, recipients.len() as u64),
+        recipients,
+        without_address: without.into_iter().map(|p| p.id).collect(),
+    })
+}
+
+/// Hands out up to `limit` deferred recipients of the task again (for a retry pass), marking
+/// them `sending` and counting the attempt.
+pub async fn claim_deferred<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Recipient>, CaseloadError> {
+    let ids: Vec<Uuid> = log::Entity::find()
+        .select_only()
+        .column(log::Column::PersonId)
+        .filter(log::Column::TaskId.eq(task_id))
+        .filter(log::Column::Status.eq(SendStatus::Deferred.as_str()))
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    log::Entity::update_many()
+        .col_expr(
+            log::Column::Status,
+            Expr::value(SendStatus::Sending.as_str()),
+        )
+        .col_expr(
+            log::Column::Attempts,
+            Expr::col(log::Column::Attempts).add(1),
+        )
+        .col_expr(log::Column::UpdatedAt, Expr::value(now))
+        .filter(log::Column::TaskId.eq(task_id))
+        .filter(log::Column::PersonId.is_in(ids.iter().copied()))
+        .exec(db)
+        .await?;
+    // The address is the one claimed first, so a retry goes where the first try went.
+    let addresses: HashMap<Uuid, String> = log::Entity::find()
+        .select_only()
+        .column(log::Column::PersonId)
+        .column(log::Column::Recipient)
+        .filter(log::Column::TaskId.eq(task_id))
+        .filter(log::Column::PersonId.is_in(ids.iter().copied()))
+        .into_tuple()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(people_by_ids(db, &ids)
+        .await?
+        .into_iter()
+        .filter_map(|p| {
+            let address = addresses.get(&p.id)?.clone();
+            Some(Recipient {
+                person_id: p.id,
+                name: format!("{} {}", p.first_name, p.last_name),
+                address,
+            })
+        })
+        .collect())
+}
+
+/// Marks as failed the recipients an earlier attempt claimed but never recorded (it died
+/// while sending). Call it once when an attempt starts, before claiming anything.
+pub async fn fail_interrupted<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<u64, CaseloadError> {
+    Ok(log::Entity::update_many()
+        .col_expr(
+            log::Column::Status,
+            Expr::value(SendStatus::Failed.as_str()),
+        )
+        .col_expr(
+            log::Column::Detail,
+            Expr::value("interrupted while sending; not sent again so that nobody gets it twice"),
+        )
+        .col_expr(log::Column::UpdatedAt, Expr::value(now))
+        .filter(log::Column::TaskId.eq(task_id))
+        .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
+        .exec(db)
+        .await?
+        .rows_affected)
+}
+
+/// How many recipients of a batch ended in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    pub sent: u64,
+    pub deferred: u64,
+    pub failed: u64,
+}
+
+/// Records what became of the claimed recipients (step 3 of 3). A transient failure of a
+/// recipient already tried [`MAX_SEND_ATTEMPTS`] times is recorded as failed.
+pub async fn record_outcomes<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    deliveries: &[(Uuid, Delivery)],
+    now: DateTime<Utc>,
+) -> Result<Outcomes, CaseloadError> {
+    let mut outcomes = Outcomes::default();
+    let sent: Vec<Uuid> = deliveries
+        .iter()
+        .filter(|(_, d)| *d == Delivery::Sent)
+        .map(|(id, _)| *id)
+        .collect();
+    if !sent.is_empty() {
+        outcomes.sent = log::Entity::update_many()
+            .col_expr(log::Column::Status, Expr::value(SendStatus::Sent.as_str()))
+            .col_expr(log::Column::Detail, Expr::value(Option::<String>::None))
+            .col_expr(log::Column::UpdatedAt, Expr::value(now))
+            .col_expr(log::Column::SentAt, Expr::value(now))
+            .filter(log::Column::TaskId.eq(task_id))
+            .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
+            .filter(log::Column::PersonId.is_in(sent))
+            .exec(db)
+            .await?
+            .rows_affected;
+    }
+    // Failures are rare and each has its own detail: one UPDATE each.
+    for (person_id, delivery) in deliveries {
+        let (status, detail) = match delivery {
+            Delivery::Sent => continue,
+            Delivery::Transient(detail) => (SendStatus::Deferred, detail),
+            Delivery::Permanent(detail) => (SendStatus::Failed, detail),
+        };
+        // A deferral with no attempts left becomes a failure, decided in SQL from the row's
+        // own attempt count.
+        let status_expr = match status {
+            SendStatus::Deferred => Expr::case(
+                Expr::col(log::Column::Attempts).gte(MAX_SEND_ATTEMPTS),
+                SendStatus::Failed.as_str(),
+            )
+            .finally(SendStatus::Deferred.as_str())
+            .into(),
+            _ => Expr::value(status.as_str()),
+        };
+        let changed = log::Entity::update_many()
+            .col_expr(log::Column::Status, status_expr)
+            .col_expr(log::Column::Detail, Expr::value(detail.as_str()))
+            .col_expr(log::Column::UpdatedAt, Expr::value(now))
+            .filter(log::Column::TaskId.eq(task_id))
+            .filter(log::Column::PersonId.eq(*person_id))
+            .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
+            .exec_with_returning(db)
+            .await?;
+        for row in changed {
+            if row.status == SendStatus::Deferred.as_str() {
+                outcomes.deferred += 1;
+            } else {
+                outcomes.failed += 1;
+            }
+        }
+    }
+    Ok(outcomes)
+}
+
+/// How many recipients of the task wait for another try.
+pub async fn deferred_count<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+) -> Result<u64, CaseloadError> {
+    use sea_orm::PaginatorTrait;
+    Ok(log::Entity::find()
+        .filter(log::Column::TaskId.eq(task_id))
+        .filter(log::Column::Status.eq(SendStatus::Deferred.as_str()))
+        .count(db)
+        .await?)
+}
+
+async fn insert_claims<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    people: &[person::Model],
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let rows = people.iter().map(|person| {
+        vec![
+            task_id.into(),
+            person.id.into(),
+            person.email.clone().unwrap_or_default().into(),
+            SendStatus::Sending.as_str().into(),
+            1.into(),
+            now.into(),
+        ]
+    });
+    insert_new::<_, log::Entity>(
+        db,
+        &[
+            log::Column::TaskId,
+            log::Column::PersonId,
+            log::Column::Recipient,
+            log::Column::Status,
+            log::Column::Attempts,
+            log::Column::UpdatedAt,
+        ],
+        (log::Column::TaskId, log::Column::PersonId),
+        rows,
+    )
+    .await
+}
+
+fn recipient(person: person::Model) -> Option<Recipient> {
+    Some(Recipient {
+        person_id: person.id,
+        name: format!("{} {}", person.first_name, person.last_name),
+        address: person.email?,
+    })
+}
+
+/// Where messages go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailTransport {
+    /// An SMTP relay, spoken to in plain SMTP without authentication (a local MTA or a
+    /// smarthost on a trusted network), with a connection pool.
+    Smtp {
+        host: String,
+        port: u16,
+        /// How long one SMTP command may take before the send counts as transient failure.
+        timeout: Duration,
+    },
+    /// One `.eml` file per message in this directory (development default: `data/outbox`).
+    Outbox(PathBuf),
+}
+
+/// The development default: files in `data/outbox/`, so nothing leaves the machine.
+impl Default for MailTransport {
+    fn default() -> Self {
+        MailTransport::Outbox(PathBuf::from("data/outbox"))
+    }
+}
+
+/// Sends the messages of bulk email tasks.
+#[derive(Clone)]
+pub struct Mailer {
+    from: Mailbox,
+    transport: Transport,
+}
+
+#[derive(Clone)]
+enum Transport {
+    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    Outbox(AsyncFileTransport<Tokio1Executor>),
+}
+
+impl Mailer {
+    /// A mailer sending as `from` over `transport` (the outbox directory is created).
+    pub fn new(from: &str, transport: &MailTransport) -> Result<Self, CaseloadError> {
+        let from = from
+            .parse()
+            .map_err(|_| CaseloadError::Invalid(format!("{from:?} is not an email address")))?;
+        let transport = match transport {
+            MailTransport::Smtp {
+                host,
+                port,
+                timeout,
+            } => Transport::Smtp(
+                AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host.as_str())
+                    .port(*port)
+                    .timeout(Some(*timeout))
+                    .build(),
+            ),
+            MailTransport::Outbox(dir) => {
+                std::fs::create_dir_all(dir)?;
+                Transport::Outbox(AsyncFileTransport::new(dir))
+            }
+        };
+        Ok(Mailer { from, transport })
+    }
+
+    /// Sends one message to `recipient`, copied to the content's cc addresses.
+    pub async fn send(&self, recipient: &Recipient, content: &EmailContent) -> Delivery {
+        let message = match self.compose(recipient, content) {
+            Ok(message) => message,
+            Err(detail) => return Delivery::Permanent(detail),
+        };
+        match &self.transport {
+            Transport::Smtp(smtp) => match smtp.send(message).await {
+                Ok(_) => Delivery::Sent,
+                Err(error) if error.is_permanent() => Delivery::Permanent(error.to_string()),
+                Err(error) => Delivery::Transient(error.to_string()),
+            },
+            Transport::Outbox(outbox) => match outbox.send(message).await {
+                Ok(_) => Delivery::Sent,
+                Err(error) => Delivery::Transient(error.to_string()),
+            },
+        }
+    }
+
+    fn compose(&self, recipient: &Recipient, content: &EmailContent) -> Result<Message, String> {
+        let address = recipient
+            .address
+            .parse()
+            .map_err(|_| format!("{:?} is not a usable address", recipient.address))?;
+        let mut builder = Message::builder()
+            .from(self.from.clone())
+            .to(Mailbox::new(Some(recipient.name.clone()), address))
+            .subject(content.subject.trim())
+            .header(ContentType::TEXT_PLAIN);
+        for cc in content.cc_mailboxes().map_err(|e| e.to_string())? {
+            builder = builder.cc(cc);
+        }
+        builder
+            .body(content.body.clone())
+            .map_err(|e| e.to_string())
+    }
+}

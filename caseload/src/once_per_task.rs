@@ -1,0 +1,49 @@
+//! The insert behind every "once per task and person" record (status history, email claims).
+
+use sea_orm::sea_query::{OnConflict, Query, SimpleExpr};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+
+/// Bound parameters per INSERT, under SQLite's limit of 32,766 per statement.
+const MAX_PARAMETERS: usize = 30_000;
+
+/// Inserts `rows` (values for `columns`, in order) into `entity`'s table, skipping any row
+/// whose `(task, person)` key the table already holds, and returns the person ids actually
+/// inserted. Large batches go in several statements, each under the parameter limit.
+///
+/// `ON CONFLICT DO NOTHING … RETURNING` is what makes re-running a batch harmless: the
+/// caller acts only on the people returned. Catching a unique violation instead would abort
+/// the caller's whole PostgreSQL transaction.
+pub(crate) async fn insert_new<C, E>(
+    db: &C,
+    columns: &[E::Column],
+    (task, person): (E::Column, E::Column),
+    rows: impl IntoIterator<Item = Vec<SimpleExpr>>,
+) -> Result<Vec<Uuid>, CaseloadError>
+where
+    C: ConnectionTrait,
+    E: EntityTrait + Default,
+{
+    let rows: Vec<Vec<SimpleExpr>> = rows.into_iter().collect();
+    let rows_per_statement = (MAX_PARAMETERS / columns.len().max(1)).max(1);
+    let mut inserted = Vec::with_capacity(rows.len());
+    for chunk in rows.chunks(rows_per_statement) {
+        let mut insert = Query::insert();
+        insert
+            .into_table(E::default())
+            .columns(columns.iter().copied())
+            .on_conflict(OnConflict::columns([task, person]).do_nothing().to_owned())
+            .returning_col(person);
+        for row in chunk {
+            insert
+                .values(row.iter().cloned())
+                .map_err(|e| DbErr::Custom(e.to_string()))?;
+        }
+        for row in db.query_all(&insert).await? {
+            inserted.push(row.try_get_by_index::<Uuid>(0)?);
+        }
+    }
+    Ok(inserted)
+}

@@ -1,0 +1,143 @@
+//! Program status change: one batch of people moved to a new status, each change recorded
+//! in `program_status_change` with the task that made it.
+//!
+//! Idempotent per task: the history row is inserted first with `ON CONFLICT (task_id,
+//! person_id) DO NOTHING … RETURNING person_id`, and only the people it returns are updated.
+//! A batch run again after a crash (or twice by mistake) therefore finds its own history rows
+//! and changes nothing, even if someone has changed those people since.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
+use crate::entity::{person, program_status_change as history};
+use crate::once_per_task::insert_new;
+use crate::statuses::require_status;
+
+/// The longest reason accepted.
+pub const MAX_REASON_LEN: usize = 1_000;
+
+/// The change a task applies to every person it targets.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StatusChange {
+    /// A `program_status.code`.
+    pub to_status: String,
+    /// Why; recorded with every change.
+    pub reason: String,
+}
+
+impl StatusChange {
+    /// Checks the change before any person is touched: the status must exist and the reason
+    /// must be given.
+    pub async fn validate<C: ConnectionTrait>(&self, db: &C) -> Result<(), CaseloadError> {
+        let reason = self.reason.trim();
+        if reason.is_empty() || reason.chars().count() > MAX_REASON_LEN {
+            return Err(CaseloadError::Invalid(format!(
+                "a reason must have 1 to {MAX_REASON_LEN} characters"
+            )));
+        }
+        require_status(db, &self.to_status).await
+    }
+}
+
+/// Applies `change` to the people `person_ids` names, acting as `actor` for task `task_id`.
+///
+/// Call it inside the batch transaction that also records the task's checkpoint. People
+/// outside the actor's scope and unknown ids are reported, not touched; people already in
+/// the new status are left alone and get no history row.
+pub async fn change_status<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    change: &StatusChange,
+    person_ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
+    check_batch_size(person_ids)?;
+    change.validate(db).await?;
+    // Locked on PostgreSQL so the `from_status` recorded is the one replaced (SQLite has a
+    // single writer and ignores the clause).
+    let current: Vec<(Uuid, Option<Uuid>, String)> = person::Entity::find()
+        .select_only()
+        .column(person::Column::Id)
+        .column(person::Column::CoachId)
+        .column(person::Column::ProgramStatus)
+        .filter(person::Column::Id.is_in(person_ids.iter().copied()))
+        .lock_exclusive()
+        .into_tuple()
+        .all(db)
+        .await?;
+    let coaches: HashMap<Uuid, Option<Uuid>> =
+        current.iter().map(|(id, coach, _)| (*id, *coach)).collect();
+    let targets = sort_targets(actor, person_ids, &coaches);
+    let from: HashMap<Uuid, &str> = current
+        .iter()
+        .filter(|(_, _, status)| *status != change.to_status)
+        .map(|(id, _, status)| (*id, status.as_str()))
+        .collect();
+    let to_change: Vec<(Uuid, &str)> = targets
+        .allowed
+        .iter()
+        .filter_map(|id| from.get(id).map(|status| (*id, *status)))
+        .collect();
+    let recorded = record_history(db, task_id, actor, change, &to_change, now).await?;
+    if !recorded.is_empty() {
+        person::Entity::update_many()
+            .col_expr(
+                person::Column::ProgramStatus,
+                Expr::value(change.to_status.as_str()),
+            )
+            .col_expr(person::Column::UpdatedBy, Expr::value(actor.id))
+            .col_expr(person::Column::UpdatedAt, Expr::value(now))
+            .filter(person::Column::Id.is_in(recorded.iter().copied()))
+            .exec(db)
+            .await?;
+    }
+    Ok(BatchReport::for_targets(&targets, recorded.len() as u64))
+}
+
+/// Inserts one history row per `(person, from_status)` unless this task already recorded that
+/// person; returns the people newly recorded.
+async fn record_history<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    change: &StatusChange,
+    people: &[(Uuid, &str)],
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let reason = change.reason.trim();
+    let rows = people.iter().map(|(person_id, from_status)| {
+        vec![
+            Uuid::now_v7().into(),
+            (*person_id).into(),
+            (*from_status).into(),
+            change.to_status.as_str().into(),
+            reason.into(),
+            actor.id.into(),
+            now.into(),
+            task_id.into(),
+        ]
+    });
+    insert_new::<_, history::Entity>(
+        db,
+        &[
+            history::Column::Id,
+            history::Column::PersonId,
+            history::Column::FromStatus,
+            history::Column::ToStatus,
+            history::Column::Reason,
+            history::Column::ChangedBy,
+            history::Column::ChangedAt,
+            history::Column::TaskId,
+        ],
+        (history::Column::TaskId, history::Column::PersonId),
+        rows,
+    )
+    .await
+}

@@ -1,0 +1,67 @@
+//! Watch and unwatch: a staff user's personal bookmarks on people, set and cleared in bulk.
+//!
+//! Both are idempotent: watching someone already watched, or unwatching someone not watched,
+//! is counted as unchanged, never an error, so a batch may run any number of times.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::access::{Actor, BatchReport, load_targets};
+use crate::entity::person_watch;
+
+/// Makes `actor` watch the people `person_ids` names (those within the actor's scope).
+pub async fn watch<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    person_ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
+    let (targets, _) = load_targets(db, actor, person_ids).await?;
+    if targets.allowed.is_empty() {
+        return Ok(BatchReport::for_targets(&targets, 0));
+    }
+    let rows = targets
+        .allowed
+        .iter()
+        .map(|person_id| person_watch::ActiveModel {
+            staff_user_id: Set(actor.id),
+            person_id: Set(*person_id),
+            created_at: Set(now),
+        });
+    let inserted = person_watch::Entity::insert_many(rows)
+        .on_conflict(
+            OnConflict::columns([
+                person_watch::Column::StaffUserId,
+                person_watch::Column::PersonId,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await?;
+    Ok(BatchReport::for_targets(&targets, inserted))
+}
+
+/// Makes `actor` stop watching the people `person_ids` names.
+///
+/// Removing one's own bookmark affects no one else, so unlike the other actions it is not
+/// limited to the actor's scope: staff can always clear a watch left from an earlier
+/// assignment.
+pub async fn unwatch<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    person_ids: &[Uuid],
+) -> Result<BatchReport, CaseloadError> {
+    let (mut targets, _) = load_targets(db, actor, person_ids).await?;
+    targets.allowed.append(&mut targets.forbidden);
+    let deleted = person_watch::Entity::delete_many()
+        .filter(person_watch::Column::StaffUserId.eq(actor.id))
+        .filter(person_watch::Column::PersonId.is_in(targets.allowed.iter().copied()))
+        .exec(db)
+        .await?
+        .rows_affected;
+    Ok(BatchReport::for_targets(&targets, deleted))
+}
