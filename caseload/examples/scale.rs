@@ -2,13 +2,15 @@
 //! over everyone.
 //!
 //! ```text
-//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|actions]...
+//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export]...
 //! ```
-//! With no step named, runs all three. `search` and `actions` expect the people to exist.
+//! With no step named, runs them all; run one step per process to see its own peak RSS.
+//! `search`, `status` and `export` expect the people to exist.
 
 use std::time::{Duration, Instant};
 
 use caseload::access::Actor;
+use caseload::export::{CsvExport, DEFAULT_ROW_CAP, ExportColumn, ExportOptions};
 use caseload::search::{PageRequest, PersonFilter, people_after, search_people};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::status_change::{StatusChange, change_status};
@@ -24,7 +26,7 @@ const BATCH: u64 = 1_000;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, people, steps @ ..] = args.as_slice() else {
-        return Err("usage: scale <database-url> <people> [seed|search|actions]...".into());
+        return Err("usage: scale <database-url> <people> [seed|search|status|export]...".into());
     };
     let people: u64 = people.parse()?;
     let all = steps.is_empty();
@@ -52,8 +54,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if wants("search") {
         search(&db, &coaches).await?;
     }
-    if wants("actions") {
-        status_change_everyone(&db, &coaches).await?;
+    if wants("status") {
+        status_change_everyone(&db).await?;
+    }
+    if wants("export") {
+        export_everyone(&db).await?;
     }
     println!("peak RSS: {} MiB", peak_rss_kib() / 1024);
     Ok(())
@@ -163,7 +168,7 @@ async fn search(
     println!("search (page of 50; median and max of 5 runs after one warm-up):");
     for (label, filter, page) in cases {
         let mut times = Vec::new();
-        let mut total = 0;
+        let mut total = String::new();
         for _ in 0..6 {
             let started = Instant::now();
             let found = search_people(
@@ -176,7 +181,11 @@ async fn search(
             )
             .await?;
             times.push(started.elapsed());
-            total = found.total;
+            total = format!(
+                "{}{}",
+                found.total,
+                if found.total_is_exact { "" } else { "+" }
+            );
         }
         times.remove(0);
         times.sort();
@@ -189,12 +198,8 @@ async fn search(
     Ok(())
 }
 
-/// Moves everyone to another status in checkpoint-sized batches, each in its own transaction,
-/// walking the whole caseload by keyset as an executor with a `{"query": {}}` target would.
-async fn status_change_everyone(
-    db: &DatabaseConnection,
-    coaches: &[Uuid],
-) -> Result<(), Box<dyn std::error::Error>> {
+/// An admin to act as (a new one per run, so runs do not depend on each other).
+async fn admin(db: &DatabaseConnection) -> Result<Actor, Box<dyn std::error::Error>> {
     let admin = create_user(
         db,
         NewStaffUser {
@@ -205,10 +210,16 @@ async fn status_change_everyone(
         },
     )
     .await?;
-    let actor = Actor {
+    Ok(Actor {
         id: admin.id,
         role: Role::Admin,
-    };
+    })
+}
+
+/// Moves everyone to another status in checkpoint-sized batches, each in its own transaction,
+/// walking the whole caseload by keyset as an executor with a `{"query": {}}` target would.
+async fn status_change_everyone(db: &DatabaseConnection) -> Result<(), Box<dyn std::error::Error>> {
+    let actor = admin(db).await?;
     let change = StatusChange {
         to_status: "INACTIVE".into(),
         reason: "scale measurement".into(),
@@ -228,11 +239,49 @@ async fn status_change_everyone(
         txn.commit().await?;
         seen += ids.len();
     }
-    let _ = coaches;
     println!(
         "status change: {seen} people visited, {changed} changed in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Exports everyone, all columns, in batches with a checkpoint (flush + fsync) after each.
+async fn export_everyone(db: &DatabaseConnection) -> Result<(), Box<dyn std::error::Error>> {
+    let actor = admin(db).await?;
+    let path = std::env::temp_dir().join(format!("bulkq-scale-export-{}.csv", Uuid::now_v7()));
+    let options = ExportOptions {
+        columns: vec![
+            ExportColumn::Id,
+            ExportColumn::SchoolId,
+            ExportColumn::FirstName,
+            ExportColumn::LastName,
+            ExportColumn::Email,
+            ExportColumn::ProgramStatus,
+            ExportColumn::CoachId,
+            ExportColumn::UpdatedAt,
+        ],
+        row_cap: DEFAULT_ROW_CAP,
+    };
+    let started = Instant::now();
+    let mut export = CsvExport::open(&path, options, None)?;
+    let mut after = None;
+    while !export.is_full() {
+        let batch = people_after(db, &PersonFilter::default(), &actor, after, BATCH).await?;
+        let Some(last) = batch.last() else { break };
+        after = Some(last.id);
+        export.write_people(&batch)?;
+        export.checkpoint()?;
+    }
+    let progress = export.checkpoint()?;
+    println!(
+        "export: {} rows, {:.1} MB in {:.1} s ({})",
+        progress.rows,
+        progress.bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64(),
+        path.display()
+    );
+    std::fs::remove_file(&path)?;
     Ok(())
 }
 

@@ -22,6 +22,17 @@ pub const MIN_CONTAINS_LEN: usize = 3;
 const CONTAINS_EXPRESSION: &str =
     "lower(first_name || ' ' || last_name || ' ' || school_id || ' ' || coalesce(email, ''))";
 
+/// Where a page's count stops: beyond it the page reports "more than this many".
+pub const COUNT_CAP: u64 = 100_000;
+
+/// Up to this many matches, a text-filtered page is sorted after filtering (see
+/// [`search_people`]); beyond it the name index is walked.
+const SORT_AFTER_FILTER_MAX: u64 = 50_000;
+
+/// Trigrams of a "contains" text that SQLite's index lookup requires; more narrow the
+/// candidates little further, and the LIKE checks every candidate anyway.
+const MAX_TRIGRAMS: usize = 16;
+
 /// The most rows one page may hold; larger requests are rejected, not silently truncated.
 pub const MAX_PAGE_SIZE: u64 = 200;
 
@@ -44,6 +55,17 @@ pub struct PersonFilter {
     pub coach_id: Option<Uuid>,
     /// Only people this staff user watches ("watched by me").
     pub watched_by: Option<Uuid>,
+}
+
+impl PersonFilter {
+    /// Whether a text criterion (name, email, contains) or the watch list narrows the search:
+    /// filters whose matches need not be spread evenly through the alphabet.
+    fn has_text(&self) -> bool {
+        self.name.is_some()
+            || self.email.is_some()
+            || self.contains.is_some()
+            || self.watched_by.is_some()
+    }
 }
 
 /// One page of a search, numbered from 0.
@@ -83,7 +105,10 @@ impl From<person::Model> for PersonSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PersonPage {
     pub people: Vec<PersonSummary>,
+    /// How many match, up to [`COUNT_CAP`].
     pub total: u64,
+    /// False when more than [`COUNT_CAP`] match (and `total` is the cap).
+    pub total_is_exact: bool,
     pub page: u64,
     pub page_size: u64,
 }
@@ -91,9 +116,10 @@ pub struct PersonPage {
 /// Finds the people matching `filter`, sorted by last name, first name, then id (so paging
 /// is stable even among namesakes).
 ///
-/// `total` is exact. Counting all matches is the expensive half of a page at a million
-/// people, which is why every filter is served by an index (see ARCHITECTURE-caseload.md
-/// for the measured latencies).
+/// `total` is exact up to [`COUNT_CAP`]; beyond it the page says `total_is_exact: false` and
+/// `total` is the cap ("100,000+"). Counting every match is what costs at a million people
+/// (a full count takes 15 to 80 ms there), and nobody pages through more than 2,000 pages:
+/// they narrow the search. Bulk actions count exactly with [`count_people`].
 pub async fn search_people<C: ConnectionTrait>(
     db: &C,
     filter: &PersonFilter,
@@ -105,10 +131,19 @@ pub async fn search_people<C: ConnectionTrait>(
         )));
     }
     let condition = condition(db.get_database_backend(), filter)?;
-    let total = count_matching(db, condition.clone()).await?;
-    let people = person::Entity::find()
-        .filter(condition)
-        .order_by_asc(person::Column::LastName)
+    let counted = count_up_to(db, condition.clone(), COUNT_CAP + 1).await?;
+    let query = person::Entity::find().filter(condition);
+    // Which plan is fast depends on how many match. Walking the name index and filtering
+    // finds a page at once when matches are dense, but a text filter's matches can sit in
+    // one stretch of the alphabet ("O'Brien"), which the planner cannot know; then it is
+    // far cheaper to collect the few matches through the filter's own index and sort them.
+    // Sorting by an expression (`last_name || ''`) keeps the planner off the name index.
+    let query = if filter.has_text() && counted <= SORT_AFTER_FILTER_MAX {
+        query.order_by_asc(Expr::cust("person.last_name || ''"))
+    } else {
+        query.order_by_asc(person::Column::LastName)
+    };
+    let people = query
         .order_by_asc(person::Column::FirstName)
         .order_by_asc(person::Column::Id)
         .offset(page.page.saturating_mul(page.page_size))
@@ -120,7 +155,8 @@ pub async fn search_people<C: ConnectionTrait>(
         .collect();
     Ok(PersonPage {
         people,
-        total,
+        total: Ord::min(counted, COUNT_CAP),
+        total_is_exact: counted <= COUNT_CAP,
         page: page.page,
         page_size: page.page_size,
     })
@@ -183,6 +219,30 @@ async fn count_matching<C: ConnectionTrait>(
     Ok(person::Entity::find().filter(condition).count(db).await?)
 }
 
+/// Counts the matches, stopping at `limit` (SeaORM's own count drops the LIMIT).
+async fn count_up_to<C: ConnectionTrait>(
+    db: &C,
+    condition: Condition,
+    limit: u64,
+) -> Result<u64, CaseloadError> {
+    let matches = Query::select()
+        .expr(Expr::val(1))
+        .from(person::Entity)
+        .cond_where(condition)
+        .limit(limit)
+        .to_owned();
+    let count = Query::select()
+        .expr(Expr::cust("COUNT(*)"))
+        .from_subquery(matches, "matches")
+        .to_owned();
+    let row = db.query_one(&count).await?;
+    let counted: i64 = match row {
+        Some(row) => row.try_get_by_index(0)?,
+        None => 0,
+    };
+    Ok(u64::try_from(counted).unwrap_or_default())
+}
+
 /// The SQL condition for a filter.
 fn condition(backend: DbBackend, filter: &PersonFilter) -> Result<Condition, CaseloadError> {
     let mut all = Condition::all();
@@ -218,8 +278,7 @@ fn condition(backend: DbBackend, filter: &PersonFilter) -> Result<Condition, Cas
                 "a \"contains\" search needs at least {MIN_CONTAINS_LEN} characters"
             )));
         }
-        let pattern = format!("%{}%", escape_like(&text.to_lowercase()));
-        all = all.add(Expr::cust(CONTAINS_EXPRESSION).like(LikeExpr::new(pattern).escape('\\')));
+        all = all.add(contains(backend, &text.to_lowercase()));
     }
     if let Some(status) = &filter.program_status {
         all = all.add(person::Column::ProgramStatus.eq(status.as_str()));
@@ -241,6 +300,41 @@ fn condition(backend: DbBackend, filter: &PersonFilter) -> Result<Condition, Cas
         );
     }
     Ok(all)
+}
+
+/// The person's names, school id or email contain `text` (already lowercase).
+///
+/// The LIKE is exact on both backends; on PostgreSQL the pg_trgm index serves it directly.
+/// SQLite has no index for a LIKE with a leading wildcard, so there the FTS5 trigram table
+/// (`person_contains`, same text, keyed by rowid) first narrows the rows down. Trigram
+/// matching is a superset of LIKE's, and the LIKE removes the rest.
+fn contains(backend: DbBackend, text: &str) -> Condition {
+    let pattern = LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\');
+    let like = Condition::all().add(Expr::cust(CONTAINS_EXPRESSION).like(pattern));
+    match backend {
+        DbBackend::Sqlite => like.add(Expr::cust_with_values(
+            "person.rowid IN (SELECT rowid FROM person_contains WHERE person_contains MATCH ?)",
+            [trigram_query(text)],
+        )),
+        _ => like,
+    }
+}
+
+/// An FTS5 query requiring every trigram of `text` (at most [`MAX_TRIGRAMS`] of them).
+///
+/// The table keeps no positions (`detail='none'`, a third of the size), so it cannot answer
+/// a phrase; all trigrams present is a superset of "contains", which the LIKE then narrows.
+fn trigram_query(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut trigrams: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
+    trigrams.sort();
+    trigrams.dedup();
+    trigrams
+        .iter()
+        .take(MAX_TRIGRAMS)
+        .map(|trigram| format!("\"{}\"", trigram.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" AND ")
 }
 
 /// `lower(column)` starts with `prefix` (already lowercase).
@@ -274,7 +368,13 @@ fn escape_like(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape_like;
+    use super::{escape_like, trigram_query};
+
+    #[test]
+    fn trigram_queries_quote_each_distinct_trigram() {
+        assert_eq!(trigram_query("abcab"), r#""abc" AND "bca" AND "cab""#);
+        assert_eq!(trigram_query("a\"b"), r#""a""b""#);
+    }
 
     #[test]
     fn wildcards_in_user_input_match_literally() {

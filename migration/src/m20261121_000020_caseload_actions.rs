@@ -7,10 +7,15 @@ use sea_orm_migration::{prelude::*, schema::*};
 /// Case-insensitive prefix search compares `lower(column)`; these columns get such an index.
 const PREFIX_SEARCH_COLUMNS: [&str; 4] = ["first_name", "last_name", "school_id", "email"];
 
-/// The text "contains" search looks in, as one lowercased expression. `caseload::search`
-/// repeats it verbatim: PostgreSQL uses an expression index only for the identical expression.
-const CONTAINS_EXPRESSION: &str =
-    "lower(first_name || ' ' || last_name || ' ' || school_id || ' ' || coalesce(email, ''))";
+/// The text "contains" search looks in, as one lowercased expression over the columns of
+/// `row` (`person` or a trigger's `new`). `caseload::search` repeats it verbatim: PostgreSQL
+/// uses an expression index only for the identical expression.
+fn contains_expression(row: &str) -> String {
+    format!(
+        "lower({row}.first_name || ' ' || {row}.last_name || ' ' || {row}.school_id || ' ' || \
+         coalesce({row}.email, ''))"
+    )
+}
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -125,8 +130,20 @@ impl MigrationTrait for Migration {
             db.execute_unprepared(&format!("DROP INDEX IF EXISTS idx_person_lower_{column}"))
                 .await?;
         }
-        db.execute_unprepared("DROP INDEX IF EXISTS idx_person_contains")
-            .await?;
+        let contains = match manager.get_database_backend() {
+            DatabaseBackend::Postgres => "DROP INDEX IF EXISTS idx_person_contains",
+            // The triggers belong to `person`, which outlives this migration: drop them.
+            _ => {
+                for trigger in ["insert", "delete", "update"] {
+                    db.execute_unprepared(&format!(
+                        "DROP TRIGGER IF EXISTS person_contains_{trigger}"
+                    ))
+                    .await?;
+                }
+                "DROP TABLE IF EXISTS person_contains"
+            }
+        };
+        db.execute_unprepared(contains).await?;
         for table in ["email_send_log", "program_status_change", "person_watch"] {
             manager
                 .drop_table(Table::drop().table(table).to_owned())
@@ -155,19 +172,43 @@ fn cascade(
 ///   index whatever the database's collation; SQLite cannot use an index for a LIKE with an
 ///   ESCAPE clause, so search adds a range on `lower(col)` that this plain index serves.
 /// - "Contains" search: PostgreSQL's pg_trgm GIN index answers `LIKE '%abc%'` (a trusted
-///   extension since PostgreSQL 13, so the database owner may create it). SQLite has no
-///   equivalent short of an FTS5 table; there "contains" scans (see ARCHITECTURE-caseload.md).
+///   extension since PostgreSQL 13, so the database owner may create it). SQLite gets an FTS5
+///   table with the trigram tokenizer, keyed by the person's rowid and kept current by
+///   triggers; it stores no copy of the text (`content=''`), and `contentless_delete` lets
+///   the triggers delete by rowid.
 fn search_index_sql(backend: DatabaseBackend) -> Vec<String> {
     let mut statements: Vec<String> = Vec::new();
     let operator_class = match backend {
         DatabaseBackend::Postgres => {
             statements.push("CREATE EXTENSION IF NOT EXISTS pg_trgm".into());
             statements.push(format!(
-                "CREATE INDEX idx_person_contains ON person USING gin (({CONTAINS_EXPRESSION}) gin_trgm_ops)"
+                "CREATE INDEX idx_person_contains ON person USING gin (({}) gin_trgm_ops)",
+                contains_expression("person")
             ));
             " text_pattern_ops"
         }
-        _ => "",
+        _ => {
+            let text = contains_expression("new");
+            statements.extend([
+                "CREATE VIRTUAL TABLE person_contains USING fts5(text, content='', \
+                 contentless_delete=1, tokenize='trigram', detail='none')"
+                    .to_owned(),
+                format!(
+                    "CREATE TRIGGER person_contains_insert AFTER INSERT ON person BEGIN \
+                     INSERT INTO person_contains (rowid, text) VALUES (new.rowid, {text}); END"
+                ),
+                "CREATE TRIGGER person_contains_delete AFTER DELETE ON person BEGIN \
+                 DELETE FROM person_contains WHERE rowid = old.rowid; END"
+                    .to_owned(),
+                format!(
+                    "CREATE TRIGGER person_contains_update \
+                     AFTER UPDATE OF first_name, last_name, school_id, email ON person BEGIN \
+                     DELETE FROM person_contains WHERE rowid = old.rowid; \
+                     INSERT INTO person_contains (rowid, text) VALUES (new.rowid, {text}); END"
+                ),
+            ]);
+            ""
+        }
     };
     for column in PREFIX_SEARCH_COLUMNS {
         statements.push(format!(

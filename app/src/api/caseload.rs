@@ -35,7 +35,10 @@ pub struct PersonRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseloadPage {
     pub people: Vec<PersonRow>,
+    /// How many match, counted up to `caseload::search::COUNT_CAP` (100,000).
     pub total: u64,
+    /// False when more match than were counted (show "100,000+").
+    pub total_is_exact: bool,
     pub page: u64,
     pub page_size: u64,
 }
@@ -111,6 +114,7 @@ mod ssr_impl {
                 })
                 .collect(),
             total: page.total,
+            total_is_exact: page.total_is_exact,
             page: page.page,
             page_size: page.page_size,
         })

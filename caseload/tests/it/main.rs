@@ -1,8 +1,10 @@
 //! Caseload integration tests against real databases (SQLite file and PostgreSQL).
 
 mod email;
+mod export;
 mod helpers;
 mod search;
 mod seed;
 mod status_change;
 mod users;
+mod watches;

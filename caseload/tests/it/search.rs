@@ -1,13 +1,22 @@
 use caseload::entity::person;
-use caseload::search::{PageRequest, PersonFilter, search_people};
+use caseload::search::{
+    PageRequest, PersonFilter, PersonPage, count_people, people_after, search_people,
+};
 use caseload::users::{NewStaffUser, Role, create_user};
+use caseload::watches::watch;
 use chrono::Utc;
 use migration::Migrator;
 use queue::testing::TestDatabase;
-use sea_orm::{EntityTrait, Set};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
 
-queue::backend_tests!(Migrator => filters_sort_and_pages, rejects_bad_page_sizes);
+queue::backend_tests!(Migrator =>
+    filters_sort_and_pages,
+    rejects_bad_page_sizes,
+    email_contains_and_watch_filters,
+    keyset_walk_within_scope,
+);
 
 /// Inserts people with the given (first name, last name, status).
 async fn people(db: &TestDatabase, rows: &[(&str, &str, &str)], coach: Option<Uuid>) {
@@ -176,4 +185,123 @@ async fn rejects_bad_page_sizes(db: TestDatabase) {
             "page_size {page_size}"
         );
     }
+}
+
+async fn search(db: &TestDatabase, filter: PersonFilter) -> PersonPage {
+    let page = PageRequest {
+        page: 0,
+        page_size: 50,
+    };
+    search_people(&db.conn, &filter, page).await.unwrap()
+}
+
+async fn email_contains_and_watch_filters(db: TestDatabase) {
+    let ids = crate::helpers::people(&db, "Zed", 3, None).await;
+    people(
+        &db,
+        &[
+            ("Ada", "Lovelace", "ACTIVE"),
+            ("Grace", "OBrienson", "ACTIVE"),
+        ],
+        None,
+    )
+    .await;
+
+    let by_email = search(
+        &db,
+        PersonFilter {
+            email: Some("ZED1@".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(by_email.total, 1);
+    assert!(by_email.total_is_exact);
+
+    let contains = |text: &str| PersonFilter {
+        contains: Some(text.into()),
+        ..Default::default()
+    };
+    // Anywhere in first name, last name, school id or email, case-insensitively.
+    assert_eq!(
+        names(&search(&db, contains("brien")).await),
+        ["Grace OBrienson"]
+    );
+    assert_eq!(search(&db, contains("ove")).await.total, 1);
+    assert_eq!(search(&db, contains("@EXAMPLE.edu")).await.total, 3);
+    assert_eq!(search(&db, contains("zed-2")).await.total, 1);
+    assert_eq!(search(&db, contains("%%%")).await.total, 0);
+    // The index follows changes to the searched columns.
+    person::Entity::update_many()
+        .col_expr(person::Column::LastName, Expr::value("Quux"))
+        .filter(person::Column::Id.eq(ids[0]))
+        .exec(&db.conn)
+        .await
+        .unwrap();
+    assert_eq!(search(&db, contains("quux")).await.total, 1);
+    assert_eq!(search(&db, contains("zedlast")).await.total, 2);
+    person::Entity::delete_by_id(ids[1])
+        .exec(&db.conn)
+        .await
+        .unwrap();
+    assert_eq!(search(&db, contains("zedlast")).await.total, 1);
+    // Two characters narrow nothing down; they are refused rather than scanned.
+    let short = search_people(
+        &db.conn,
+        &contains("ze"),
+        PageRequest {
+            page: 0,
+            page_size: 50,
+        },
+    )
+    .await;
+    assert!(matches!(short, Err(caseload::CaseloadError::Invalid(_))));
+
+    let actor = crate::helpers::actor(&db, "watcher", Role::Staff).await;
+    watch(&db.conn, &actor, &ids, Utc::now()).await.unwrap();
+    let watched = search(
+        &db,
+        PersonFilter {
+            watched_by: Some(actor.id),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(watched.total, 2);
+
+    // A saved query's JSON names only the filters it uses.
+    let saved: PersonFilter = serde_json::from_str(r#"{"contains": "zed"}"#).unwrap();
+    assert_eq!(saved, contains("zed"));
+}
+
+/// The walk bulk actions use: every matching person once, in id order, within the actor's
+/// scope, resumable from any id.
+async fn keyset_walk_within_scope(db: TestDatabase) {
+    let actor = crate::helpers::actor(&db, "staff", Role::Staff).await;
+    let colleague = crate::helpers::actor(&db, "colleague", Role::Staff).await;
+    let mine = crate::helpers::people(&db, "mine", 25, Some(actor.id)).await;
+    let free = crate::helpers::people(&db, "free", 5, None).await;
+    crate::helpers::people(&db, "theirs", 10, Some(colleague.id)).await;
+    let everyone = PersonFilter::default();
+    assert_eq!(count_people(&db.conn, &everyone, &actor).await.unwrap(), 30);
+
+    let (mut after, mut seen) = (None, Vec::new());
+    loop {
+        let batch = people_after(&db.conn, &everyone, &actor, after, 7)
+            .await
+            .unwrap();
+        let Some(last) = batch.last() else { break };
+        assert!(batch.len() <= 7);
+        after = Some(last.id);
+        seen.extend(batch.iter().map(|p| p.id));
+    }
+    let mut expected = [mine, free].concat();
+    expected.sort();
+    assert_eq!(seen, expected);
+
+    let only_free = PersonFilter {
+        name: Some("free".into()),
+        ..Default::default()
+    };
+    assert_eq!(count_people(&db.conn, &only_free, &actor).await.unwrap(), 5);
 }
