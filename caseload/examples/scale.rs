@@ -128,13 +128,28 @@ async fn search(
             0,
         ),
         (
-            "email prefix 'zoe.xu'",
-            filter(|f| f.email = Some("zoe.xu".into())),
+            "email prefix 'zoexu1'",
+            filter(|f| f.email = Some("zoexu1".into())),
             0,
         ),
         (
             "contains 'rien'",
             filter(|f| f.contains = Some("rien".into())),
+            0,
+        ),
+        (
+            "contains 'garc'",
+            filter(|f| f.contains = Some("garc".into())),
+            0,
+        ),
+        (
+            "contains 'aria'",
+            filter(|f| f.contains = Some("aria".into())),
+            0,
+        ),
+        (
+            "status NON_PARTICIPATING",
+            filter(|f| f.program_status = Some("NON_PARTICIPATING".into())),
             0,
         ),
         (

@@ -100,6 +100,13 @@ impl MigrationTrait for Migration {
                 &["person_id"][..],
                 false,
             ),
+            // "My caseload" in one status is counted from the index alone.
+            (
+                "idx_person_coach_status",
+                "person",
+                &["coach_id", "program_status"][..],
+                false,
+            ),
             (
                 "idx_email_send_log_status",
                 "email_send_log",
@@ -168,9 +175,9 @@ fn cascade(
 
 /// Expression indexes for search, which SeaQuery's schema builder cannot express.
 ///
-/// - Prefix search: on PostgreSQL `text_pattern_ops` lets `lower(col) LIKE 'abc%'` use the
-///   index whatever the database's collation; SQLite cannot use an index for a LIKE with an
-///   ESCAPE clause, so search adds a range on `lower(col)` that this plain index serves.
+/// - Prefix search: search adds a range on `lower(col)` next to its LIKE (see
+///   `caseload::search::starts_with` for why), which these indexes serve; on PostgreSQL in
+///   the "C" collation, so that the range is byte order whatever the database's collation.
 /// - "Contains" search: PostgreSQL's pg_trgm GIN index answers `LIKE '%abc%'` (a trusted
 ///   extension since PostgreSQL 13, so the database owner may create it). SQLite gets an FTS5
 ///   table with the trigram tokenizer, keyed by the person's rowid and kept current by
@@ -178,14 +185,14 @@ fn cascade(
 ///   the triggers delete by rowid.
 fn search_index_sql(backend: DatabaseBackend) -> Vec<String> {
     let mut statements: Vec<String> = Vec::new();
-    let operator_class = match backend {
+    let collation = match backend {
         DatabaseBackend::Postgres => {
             statements.push("CREATE EXTENSION IF NOT EXISTS pg_trgm".into());
             statements.push(format!(
                 "CREATE INDEX idx_person_contains ON person USING gin (({}) gin_trgm_ops)",
                 contains_expression("person")
             ));
-            " text_pattern_ops"
+            " COLLATE \"C\""
         }
         _ => {
             let text = contains_expression("new");
@@ -212,7 +219,7 @@ fn search_index_sql(backend: DatabaseBackend) -> Vec<String> {
     };
     for column in PREFIX_SEARCH_COLUMNS {
         statements.push(format!(
-            "CREATE INDEX idx_person_lower_{column} ON person (lower({column}){operator_class})"
+            "CREATE INDEX idx_person_lower_{column} ON person ((lower({column}){collation}))"
         ));
     }
     statements
