@@ -10,7 +10,8 @@
 use std::time::{Duration, Instant};
 
 use caseload::access::Actor;
-use caseload::export::{CsvExport, DEFAULT_ROW_CAP, ExportColumn, ExportOptions};
+use caseload::actions::spec::ALL_COLUMNS;
+use caseload::export::{CsvExport, DEFAULT_ROW_CAP, ExportOptions};
 use caseload::search::{PageRequest, PersonFilter, people_after, search_people};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::status_change::{StatusChange, change_status};
@@ -266,16 +267,7 @@ async fn export_everyone(db: &DatabaseConnection) -> Result<(), Box<dyn std::err
     let actor = admin(db).await?;
     let path = std::env::temp_dir().join(format!("bulkq-scale-export-{}.csv", Uuid::now_v7()));
     let options = ExportOptions {
-        columns: vec![
-            ExportColumn::Id,
-            ExportColumn::SchoolId,
-            ExportColumn::FirstName,
-            ExportColumn::LastName,
-            ExportColumn::Email,
-            ExportColumn::ProgramStatus,
-            ExportColumn::CoachId,
-            ExportColumn::UpdatedAt,
-        ],
+        columns: ALL_COLUMNS.to_vec(),
         row_cap: DEFAULT_ROW_CAP,
     };
     let started = Instant::now();

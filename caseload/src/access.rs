@@ -135,7 +135,7 @@ impl BatchReport {
     pub fn for_targets(targets: &Targets, changed: u64) -> Self {
         BatchReport {
             changed,
-            unchanged: targets.allowed.len() as u64 - changed,
+            unchanged: (targets.allowed.len() as u64).saturating_sub(changed),
             forbidden: targets.forbidden.clone(),
             unknown: targets.unknown.clone(),
         }

@@ -37,7 +37,12 @@ use crate::once_per_task::insert_new;
 use crate::search::people_by_ids;
 
 /// Sends of one recipient after which a transient failure counts as permanent.
-pub const MAX_SEND_ATTEMPTS: i32 = 5;
+///
+/// Above the task's own attempt budget (the queue's default of 5), so that when the relay
+/// keeps answering "later" it is the task that runs out first and ends in ERROR with its
+/// recipients still deferred: an admin retries it once the relay is fixed, and nobody was
+/// written off because of an outage. This cap only ends retries that go on beyond that.
+pub const MAX_SEND_ATTEMPTS: i32 = 10;
 /// The longest subject accepted.
 pub const MAX_SUBJECT_LEN: usize = 200;
 /// The longest body accepted, in bytes.
@@ -83,28 +88,33 @@ pub struct EmailContent {
 impl EmailContent {
     /// Checks the content before anyone is emailed.
     pub fn validate(&self) -> Result<(), CaseloadError> {
+        crate::error::first_problem(self.problems())
+    }
+
+    /// Everything wrong with the content, by field (`subject`, `body`, `cc`).
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut problems = Vec::new();
         let subject_len = self.subject.trim().chars().count();
         if subject_len == 0 || subject_len > MAX_SUBJECT_LEN {
-            return Err(CaseloadError::Invalid(format!(
-                "a subject must have 1 to {MAX_SUBJECT_LEN} characters"
-            )));
-        }
-        if self.subject.contains(['\r', '\n']) {
-            return Err(CaseloadError::Invalid(
-                "a subject must fit on one line".into(),
+            problems.push((
+                "subject",
+                format!("a subject must have 1 to {MAX_SUBJECT_LEN} characters"),
             ));
+        } else if self.subject.contains(['\r', '\n']) {
+            problems.push(("subject", "a subject must fit on one line".into()));
         }
         if self.body.trim().is_empty() || self.body.len() > MAX_BODY_LEN {
-            return Err(CaseloadError::Invalid(format!(
-                "a body must have 1 to {MAX_BODY_LEN} bytes"
-            )));
+            problems.push((
+                "body",
+                format!("a body must have 1 to {MAX_BODY_LEN} bytes"),
+            ));
         }
         if self.cc.len() > MAX_CC {
-            return Err(CaseloadError::Invalid(format!(
-                "at most {MAX_CC} cc addresses"
-            )));
+            problems.push(("cc", format!("at most {MAX_CC} cc addresses")));
+        } else if let Err(error) = self.cc_mailboxes() {
+            problems.push(("cc", error.to_string()));
         }
-        self.cc_mailboxes().map(|_| ())
+        problems
     }
 
     fn cc_mailboxes(&self) -> Result<Vec<Mailbox>, CaseloadError> {
@@ -177,11 +187,16 @@ pub async fn claim_recipients<C: ConnectionTrait>(
     })
 }
 
-/// Hands out up to `limit` deferred recipients of the task again (for a retry pass), marking
-/// them `sending` and counting the attempt.
+/// Hands out up to `limit` recipients of the task deferred before `deferred_before` again
+/// (for a retry pass), marking them `sending` and counting the attempt.
+///
+/// A retry pass passes the time it started, so a recipient deferred again during the pass is
+/// not handed out again by the same pass: each gets one try per pass, not a tight loop
+/// against a relay that keeps saying "later".
 pub async fn claim_deferred<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
+    deferred_before: DateTime<Utc>,
     limit: u64,
     now: DateTime<Utc>,
 ) -> Result<Vec<Recipient>, CaseloadError> {
@@ -190,6 +205,7 @@ pub async fn claim_deferred<C: ConnectionTrait>(
         .column(log::Column::PersonId)
         .filter(log::Column::TaskId.eq(task_id))
         .filter(log::Column::Status.eq(SendStatus::Deferred.as_str()))
+        .filter(log::Column::UpdatedAt.lt(deferred_before))
         .limit(limit)
         .into_tuple()
         .all(db)

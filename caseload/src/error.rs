@@ -24,3 +24,12 @@ pub enum CaseloadError {
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
 }
+
+/// The first of a list of `(field, message)` problems as an [`CaseloadError::Invalid`], for
+/// the `validate` methods whose `problems` list every one.
+pub(crate) fn first_problem(problems: Vec<(&'static str, String)>) -> Result<(), CaseloadError> {
+    match problems.into_iter().next() {
+        Some((_, message)) => Err(CaseloadError::Invalid(message)),
+        None => Ok(()),
+    }
+}

@@ -76,20 +76,25 @@ pub struct ExportOptions {
 impl ExportOptions {
     /// Rejects an empty or repeated column list and a zero row cap.
     pub fn validate(&self) -> Result<(), CaseloadError> {
-        if self.columns.is_empty() {
-            return Err(CaseloadError::Invalid("choose at least one column".into()));
-        }
+        crate::error::first_problem(self.problems())
+    }
+
+    /// Everything wrong with the options, by field (`columns`, `row_cap`).
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut problems = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        if let Some(repeated) = self.columns.iter().find(|c| !seen.insert(**c)) {
-            return Err(CaseloadError::Invalid(format!(
-                "the column {} is chosen twice",
-                repeated.header()
-            )));
+        if self.columns.is_empty() {
+            problems.push(("columns", "choose at least one column".into()));
+        } else if let Some(repeated) = self.columns.iter().find(|c| !seen.insert(**c)) {
+            problems.push((
+                "columns",
+                format!("the column {} is chosen twice", repeated.header()),
+            ));
         }
         if self.row_cap == 0 {
-            return Err(CaseloadError::Invalid("row_cap must be at least 1".into()));
+            problems.push(("row_cap", "row_cap must be at least 1".into()));
         }
-        Ok(())
+        problems
     }
 }
 

@@ -11,8 +11,10 @@
 //! - The bulk actions' domain work, one batch at a time, on any connection or transaction
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
 //!   [`export`], [`email`].
+//! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
 
 pub mod access;
+pub mod actions;
 pub mod email;
 pub mod entity;
 pub mod error;
@@ -23,6 +25,9 @@ pub mod seed;
 pub mod status_change;
 pub mod statuses;
 pub mod users;
+
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod watches;
 
 pub use error::CaseloadError;

@@ -14,8 +14,8 @@ use uuid::Uuid;
 use crate::error::TaskError;
 use crate::runtime::inflight::{CancelReason, RunningTask};
 use crate::state::RetryPolicy;
-use crate::store::Store;
 use crate::store::claim::Checkpoint;
+use crate::store::{Store, WriteTransaction};
 use crate::task::Task;
 
 /// The work of one component. Implementations must tolerate being run again after a crash:
@@ -173,19 +173,51 @@ impl TaskContext {
     /// Runs `work` in a transaction and commits it together with the [`Checkpoint`] it
     /// returns, so a crash leaves either the whole batch and its checkpoint or neither.
     ///
-    /// The commit is guarded by the claim: if the task was rescued or abandoned meanwhile,
-    /// everything rolls back, the cancellation token fires and this returns
-    /// [`TaskError::Cancelled`]. It also returns `Cancelled`, without running `work`, once the
-    /// token has fired. An error from `work` rolls the batch back and is returned as is.
+    /// The closure form of [`TaskContext::begin_batch`] and [`TaskContext::commit_batch`]
+    /// (see there for the guarantees), for work that needs nothing back from the batch. An
+    /// error from `work` rolls the batch back and is returned as is.
     pub async fn batch<F>(&mut self, work: F) -> Result<(), TaskError>
     where
         F: for<'t> FnOnce(&'t DatabaseTransaction) -> BatchFuture<'t> + Send,
     {
+        let txn = self.begin_batch().await?;
+        let checkpoint = work(&txn).await?;
+        self.commit_batch(txn, checkpoint).await
+    }
+
+    /// Begins a batch: a write transaction for one batch of the executor's work, to be
+    /// committed with [`TaskContext::commit_batch`]. Dropping it instead rolls the work back.
+    ///
+    /// Returns [`TaskError::Cancelled`] once the cancellation token has fired. On SQLite the
+    /// transaction holds the store's write slot: keep slow steps that need no database
+    /// (network calls) outside it.
+    pub async fn begin_batch(&self) -> Result<WriteTransaction, TaskError> {
         if self.running.token.is_cancelled() {
             return Err(TaskError::Cancelled);
         }
-        let txn = self.store.begin_write().await?;
-        let checkpoint = work(&txn).await?;
+        self.begin_closing_batch().await
+    }
+
+    /// Begins a batch even after the cancellation token has fired, to record side effects
+    /// that already happened outside any transaction (messages sent) before stopping, so a
+    /// later attempt neither repeats nor loses them. Start no new work in it. The runtime
+    /// allows `cancel_grace` for this before it aborts the task, and the commit is guarded
+    /// by the claim as always.
+    pub async fn begin_closing_batch(&self) -> Result<WriteTransaction, TaskError> {
+        Ok(self.store.begin_write().await?)
+    }
+
+    /// Commits a batch begun with [`TaskContext::begin_batch`] together with its
+    /// [`Checkpoint`], so a crash leaves either the whole batch and its checkpoint or neither.
+    ///
+    /// The commit is guarded by the claim: if the task was rescued or abandoned meanwhile,
+    /// everything rolls back, the cancellation token fires and this returns
+    /// [`TaskError::Cancelled`].
+    pub async fn commit_batch(
+        &mut self,
+        txn: WriteTransaction,
+        checkpoint: Checkpoint,
+    ) -> Result<(), TaskError> {
         let now = self.store.clock().now();
         let saved = self
             .store

@@ -4,7 +4,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use app::api::ssr::AppState;
+use app::api::ssr::{AppState, BulkSettings};
+use caseload::actions::ActionsConfig;
+use caseload::email::{MailTransport, Mailer};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
 use migration::{Migrator, MigratorTrait};
@@ -59,13 +61,20 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
             ..RuntimeConfig::default()
         },
         Store::new(db.clone()),
-        Registry::new(),
+        registry(&options)?,
     )
     .await
     .context("starting the task queue")?;
     tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
     let router = web::router(
-        AppState::new(db, runtime.store().clone()),
+        AppState::new(
+            db,
+            runtime.store().clone(),
+            BulkSettings {
+                exports_dir: options.exports_dir.clone(),
+                export_row_cap: options.export_row_cap,
+            },
+        ),
         leptos_options,
         &web::WebOptions {
             secure_cookies: options.secure_cookies,
@@ -86,6 +95,31 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     let report = runtime.shutdown(options.shutdown_grace).await;
     tracing::info!(handed_back = report.cancelled, "task queue stopped");
     served
+}
+
+/// The executors this node runs: the bulk actions, with their export directory and mail
+/// transport.
+fn registry(options: &ServeOptions) -> anyhow::Result<Registry> {
+    let transport = match &options.smtp_relay {
+        Some(relay) => MailTransport::Smtp {
+            host: relay.host.clone(),
+            port: relay.port,
+            timeout: options.smtp_timeout,
+        },
+        None => MailTransport::Outbox(options.outbox_dir.clone()),
+    };
+    let mailer = Mailer::new(&options.mail_from, &transport).context("setting up bulk email")?;
+    let mut registry = Registry::new();
+    caseload::actions::register(
+        &mut registry,
+        ActionsConfig {
+            exports_dir: options.exports_dir.clone(),
+            mailer,
+            batch_size: options.batch_size,
+        },
+    )
+    .with_context(|| format!("preparing {}", options.exports_dir.display()))?;
+    Ok(registry)
 }
 
 /// `migrate`.

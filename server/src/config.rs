@@ -78,6 +78,62 @@ pub struct ServeOptions {
     /// Mark the session cookie `Secure` (only sent over HTTPS); turn on behind TLS.
     #[arg(long, env = "BULKQ_SECURE_COOKIES")]
     pub secure_cookies: bool,
+    /// Where exports are written and downloaded from (one `<task id>.csv` each). Local to
+    /// the node: in a cluster, give every node the same shared directory.
+    #[arg(long, env = "BULKQ_EXPORTS_DIR", default_value = "data/exports")]
+    pub exports_dir: PathBuf,
+    /// The most rows one export may have.
+    #[arg(long, env = "BULKQ_EXPORT_ROW_CAP", default_value_t = caseload::export::DEFAULT_ROW_CAP)]
+    pub export_row_cap: u64,
+    /// The SMTP relay bulk email goes to, as `host:port` (plain SMTP without
+    /// authentication: a local MTA or a smarthost on a trusted network). Without it,
+    /// messages are written as `.eml` files to `--outbox-dir` and nothing leaves the machine.
+    #[arg(long, env = "BULKQ_SMTP_RELAY")]
+    pub smtp_relay: Option<SmtpRelay>,
+    /// How long one SMTP command may take before the send counts as a transient failure.
+    #[arg(long, env = "BULKQ_SMTP_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub smtp_timeout: Duration,
+    /// Where messages go when no `--smtp-relay` is given.
+    #[arg(long, env = "BULKQ_OUTBOX_DIR", default_value = "data/outbox")]
+    pub outbox_dir: PathBuf,
+    /// The sender of bulk email.
+    #[arg(
+        long,
+        env = "BULKQ_MAIL_FROM",
+        default_value = "bulkq <bulkq@localhost>"
+    )]
+    pub mail_from: String,
+    /// People per batch (and per checkpoint) of a bulk action.
+    #[arg(long, env = "BULKQ_BATCH_SIZE", default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub batch_size: u64,
+}
+
+/// An SMTP relay's address, `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmtpRelay {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::str::FromStr for SmtpRelay {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let (host, port) = value
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{value:?} is not host:port"))?;
+        let port = port
+            .parse()
+            .map_err(|_| format!("{port:?} is not a port number"))?;
+        if host.is_empty() {
+            return Err(format!("{value:?} names no host"));
+        }
+        Ok(SmtpRelay {
+            host: host.to_owned(),
+            port,
+        })
+    }
 }
 
 impl Default for ServeOptions {
@@ -132,6 +188,26 @@ mod tests {
         assert_eq!(serve.demo_people, 10_000);
         assert_eq!(serve.workers, 16);
         assert_eq!(serve.shutdown_grace, Duration::from_secs(30));
+        assert_eq!(serve.exports_dir, PathBuf::from("data/exports"));
+        assert_eq!(serve.export_row_cap, 1_000_000);
+        assert_eq!(serve.smtp_relay, None);
+        assert_eq!(serve.batch_size, 1_000);
+    }
+
+    #[test]
+    fn smtp_relays_are_host_and_port() {
+        let serve = ServeOptions::parse_from(["bulkq", "--smtp-relay", "mail.example.edu:2525"]);
+        assert_eq!(
+            serve.smtp_relay,
+            Some(SmtpRelay {
+                host: "mail.example.edu".into(),
+                port: 2525
+            })
+        );
+        for bad in ["mail.example.edu", ":25", "mail:port"] {
+            assert!(ServeOptions::try_parse_from(["bulkq", "--smtp-relay", bad]).is_err());
+        }
+        assert!(ServeOptions::try_parse_from(["bulkq", "--batch-size", "0"]).is_err());
     }
 
     #[test]

@@ -22,14 +22,34 @@ pub struct AppState {
     pub store: queue::Store,
     /// Sign-in attempts per username, shared by every request to this node.
     pub login_throttle: std::sync::Arc<crate::api::login_throttle::LoginThrottle>,
+    pub bulk: BulkSettings,
+}
+
+/// How this node runs bulk actions, as far as submitting and downloading need to know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BulkSettings {
+    /// Where export files are written (see `caseload::actions::export_file`).
+    pub exports_dir: std::path::PathBuf,
+    /// The most rows one export may have.
+    pub export_row_cap: u64,
+}
+
+impl Default for BulkSettings {
+    fn default() -> Self {
+        Self {
+            exports_dir: "data/exports".into(),
+            export_row_cap: caseload::export::DEFAULT_ROW_CAP,
+        }
+    }
 }
 
 impl AppState {
-    pub fn new(db: DatabaseConnection, store: queue::Store) -> Self {
+    pub fn new(db: DatabaseConnection, store: queue::Store, bulk: BulkSettings) -> Self {
         Self {
             db,
             store,
             login_throttle: Default::default(),
+            bulk,
         }
     }
 }

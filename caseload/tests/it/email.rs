@@ -13,7 +13,9 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
-use crate::helpers::{SmtpServer, actor, people};
+use caseload::testing::SmtpServer;
+
+use crate::helpers::{actor, people};
 
 queue::backend_tests!(Migrator =>
     sends_over_smtp_once_per_recipient,
@@ -175,7 +177,7 @@ async fn bounces_fail_and_deferrals_are_retried(db: TestDatabase) {
 
     // The retry pass hands out only the deferred one; once the relay accepts, it is sent.
     server.accept_all();
-    let retry = claim_deferred(&db.conn, task, 100, Utc::now())
+    let retry = claim_deferred(&db.conn, task, Utc::now(), 100, Utc::now())
         .await
         .unwrap();
     assert_eq!(retry.len(), 1);
@@ -197,7 +199,7 @@ async fn bounces_fail_and_deferrals_are_retried(db: TestDatabase) {
     server.reply_to_rcpt("rcpt2@example.edu", "421 4.7.0 try again later");
     run_batch(&db, &mailer, stubborn, &admin, &ids[2..]).await;
     for _ in 1..caseload::email::MAX_SEND_ATTEMPTS {
-        let retry = claim_deferred(&db.conn, stubborn, 100, Utc::now())
+        let retry = claim_deferred(&db.conn, stubborn, Utc::now(), 100, Utc::now())
             .await
             .unwrap();
         assert_eq!(retry.len(), 1);

@@ -1,16 +1,9 @@
-//! Shared set-up for the caseload tests: users, people, and an SMTP server on loopback.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! Shared set-up for the caseload tests: users and people.
 
 use caseload::access::Actor;
-use caseload::entity::person;
+use caseload::testing::insert_people;
 use caseload::users::{NewStaffUser, Role, create_user};
-use chrono::Utc;
 use queue::testing::TestDatabase;
-use sea_orm::{EntityTrait, Set};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 use uuid::Uuid;
 
 /// Creates a staff user or admin and returns them as an actor.
@@ -29,132 +22,7 @@ pub async fn actor(db: &TestDatabase, username: &str, role: Role) -> Actor {
     Actor { id: user.id, role }
 }
 
-/// Inserts `count` people in ACTIVE, coached by `coach`, with addresses `p{n}@example.edu`
-/// (`tag` keeps school ids unique across calls); returns their ids in insertion order.
+/// Inserts `count` people (see [`insert_people`]).
 pub async fn people(db: &TestDatabase, tag: &str, count: usize, coach: Option<Uuid>) -> Vec<Uuid> {
-    let ids: Vec<Uuid> = (0..count).map(|_| Uuid::now_v7()).collect();
-    let rows = ids.iter().enumerate().map(|(n, id)| person::ActiveModel {
-        id: Set(*id),
-        school_id: Set(format!("{tag}-{n}")),
-        first_name: Set(format!("First{n}")),
-        last_name: Set(format!("{tag}Last")),
-        email: Set(Some(format!("{tag}{n}@example.edu"))),
-        program_status: Set("ACTIVE".into()),
-        coach_id: Set(coach),
-        updated_by: Set(None),
-        updated_at: Set(Utc::now()),
-    });
-    for chunk in rows.collect::<Vec<_>>().chunks(1_000) {
-        person::Entity::insert_many(chunk.to_vec())
-            .exec(&db.conn)
-            .await
-            .unwrap();
-    }
-    ids
-}
-
-/// One message as the SMTP server received it.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub recipients: Vec<String>,
-    pub data: String,
-}
-
-/// A minimal SMTP server on 127.0.0.1 (EHLO, MAIL, RCPT, DATA, RSET, NOOP, QUIT), enough for
-/// lettre's client, that keeps what it receives and answers RCPT for chosen addresses with
-/// chosen replies (to simulate bounces and deferrals).
-#[derive(Clone)]
-pub struct SmtpServer {
-    pub port: u16,
-    received: Arc<Mutex<Vec<Received>>>,
-    replies: Arc<Mutex<HashMap<String, String>>>,
-}
-
-impl SmtpServer {
-    pub async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let server = SmtpServer {
-            port: listener.local_addr().unwrap().port(),
-            received: Arc::default(),
-            replies: Arc::default(),
-        };
-        let accepting = server.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(accepting.clone().session(stream));
-            }
-        });
-        server
-    }
-
-    /// Answers `RCPT TO:<address>` with `reply` (e.g. `550 5.1.1 no such user`) from now on.
-    pub fn reply_to_rcpt(&self, address: &str, reply: &str) {
-        self.replies
-            .lock()
-            .unwrap()
-            .insert(address.to_owned(), reply.to_owned());
-    }
-
-    /// Accepts every recipient again.
-    pub fn accept_all(&self) {
-        self.replies.lock().unwrap().clear();
-    }
-
-    pub fn received(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
-    }
-
-    async fn session(self, stream: TcpStream) {
-        let (read, mut write) = stream.into_split();
-        let mut lines = BufReader::new(read).lines();
-        let mut recipients = Vec::new();
-        let _ = write.write_all(b"220 localhost test SMTP\r\n").await;
-        while let Ok(Some(line)) = lines.next_line().await {
-            let upper = line.to_ascii_uppercase();
-            let reply = if upper.starts_with("EHLO") || upper.starts_with("HELO") {
-                "250-localhost\r\n250-8BITMIME\r\n250 SMTPUTF8".to_owned()
-            } else if upper.starts_with("MAIL FROM") || upper.starts_with("RSET") {
-                recipients.clear();
-                "250 OK".to_owned()
-            } else if upper.starts_with("RCPT TO") {
-                let address = line
-                    .split_once('<')
-                    .and_then(|(_, rest)| rest.split_once('>'))
-                    .map(|(address, _)| address.to_owned())
-                    .unwrap_or_default();
-                let rule = self.replies.lock().unwrap().get(&address).cloned();
-                rule.unwrap_or_else(|| {
-                    recipients.push(address);
-                    "250 OK".to_owned()
-                })
-            } else if upper.starts_with("DATA") {
-                let _ = write.write_all(b"354 go ahead\r\n").await;
-                let mut data = String::new();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if line == "." {
-                        break;
-                    }
-                    data.push_str(line.strip_prefix('.').unwrap_or(&line));
-                    data.push('\n');
-                }
-                self.received.lock().unwrap().push(Received {
-                    recipients: std::mem::take(&mut recipients),
-                    data,
-                });
-                "250 queued".to_owned()
-            } else if upper.starts_with("QUIT") {
-                let _ = write.write_all(b"221 bye\r\n").await;
-                return;
-            } else {
-                "250 OK".to_owned()
-            };
-            if write
-                .write_all(format!("{reply}\r\n").as_bytes())
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-    }
+    insert_people(&db.conn, tag, count, coach).await
 }

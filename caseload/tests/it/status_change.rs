@@ -1,3 +1,4 @@
+use caseload::access::Actor;
 use caseload::entity::{person, program_status_change as history};
 use caseload::search::{PersonFilter, people_after};
 use caseload::seed::{SeedOptions, seed_people};
@@ -177,6 +178,12 @@ async fn bad_status_unknown_and_forbidden_people_are_reported(db: TestDatabase) 
         .await
         .unwrap();
     assert_eq!(touched, 0);
+    // A task's run_as user is loaded with their role; a deleted one is a clear error.
+    assert_eq!(Actor::load(&db.conn, me.id).await.unwrap(), me);
+    assert!(matches!(
+        Actor::load(&db.conn, nobody).await,
+        Err(CaseloadError::UnknownUser(id)) if id == nobody
+    ));
     // An admin reaches everyone.
     let admin = actor(&db, "admin", Role::Admin).await;
     let report = change_status(

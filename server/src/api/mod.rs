@@ -5,6 +5,7 @@
 //! the caller's mistakes (see [`error::ApiError`]); internal failures are logged and answered
 //! with a generic 500 that reveals nothing.
 
+pub mod bulk;
 pub mod error;
 pub mod events;
 pub mod json;
@@ -13,7 +14,7 @@ pub mod user;
 
 use app::api::ssr::AppState;
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 /// The `/api/1` routes, ready to nest in a router with any state.
 pub fn router<S: Clone + Send + Sync + 'static>(state: AppState) -> Router<S> {
@@ -21,5 +22,14 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: AppState) -> Router<S> {
         .route("/tasks", get(tasks::list_tasks))
         .route("/tasks/{id}", get(tasks::get_task))
         .route("/task-events", get(events::task_events))
+        .route("/caseload/exports", post(bulk::post_export))
+        .route("/caseload/exports/{id}/file", get(bulk::get_export_file))
+        .route(
+            "/caseload/program-status-changes",
+            post(bulk::post_status_change),
+        )
+        .route("/caseload/watches", post(bulk::post_watch))
+        .route("/caseload/unwatches", post(bulk::post_unwatch))
+        .route("/caseload/emails", post(bulk::post_email))
         .with_state(state)
 }

@@ -6,6 +6,7 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use caseload::actions::{ActionReport, EXPORT, task_report};
 use chrono::{DateTime, Utc};
 use queue::{Page, Task, TaskFilter, TaskStatus};
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,9 @@ pub struct TaskLinks {
     /// Where to follow the task's status.
     #[serde(rename = "self")]
     pub this: String,
+    /// For an export: where its CSV can be downloaded once it is COMPLETED.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// A task's status and progress.
@@ -53,6 +57,9 @@ pub struct TaskView {
     pub workflow_stopped_date: Option<DateTime<Utc>>,
     pub progress_done: i64,
     pub progress_total: Option<i64>,
+    /// What a bulk action has done so far (changed, unchanged, skipped people, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<ActionReport>,
     pub links: TaskLinks,
 }
 
@@ -63,7 +70,7 @@ impl From<&Task> for TaskReference {
             created_date: task.created_date,
             created_by: task.created_by.clone(),
             workflow_status: task.workflow_status,
-            links: links(task.id),
+            links: links(task),
         }
     }
 }
@@ -71,7 +78,8 @@ impl From<&Task> for TaskReference {
 impl From<Task> for TaskView {
     fn from(task: Task) -> Self {
         Self {
-            links: links(task.id),
+            links: links(&task),
+            report: task_report(&task),
             id: task.id,
             action: task.execution_component_name,
             owner_id: task.owner_id,
@@ -89,9 +97,12 @@ impl From<Task> for TaskView {
     }
 }
 
-fn links(id: Uuid) -> TaskLinks {
+fn links(task: &Task) -> TaskLinks {
+    let id = task.id;
     TaskLinks {
         this: format!("/api/1/tasks/{id}"),
+        file: (task.execution_component_name == EXPORT)
+            .then(|| format!("/api/1/caseload/exports/{id}/file")),
     }
 }
 

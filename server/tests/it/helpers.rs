@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use app::api::ssr::AppState;
+use app::api::ssr::{AppState, BulkSettings};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode, header};
@@ -34,10 +34,19 @@ pub async fn app(db: &TestDatabase) -> Router {
 
 /// The app's router using `store` for the queue (to see its events), with the user `sam`.
 pub async fn app_with_store(db: &TestDatabase, store: queue::Store) -> Router {
+    app_with_settings(db, store, BulkSettings::default()).await
+}
+
+/// The app's router with `store` and these bulk-action settings, with the user `sam`.
+pub async fn app_with_settings(
+    db: &TestDatabase,
+    store: queue::Store,
+    bulk: BulkSettings,
+) -> Router {
     add_user(db, "sam", Role::Staff).await;
     let options = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
     web::router(
-        AppState::new(db.conn.clone(), store),
+        AppState::new(db.conn.clone(), store, bulk),
         options,
         &web::WebOptions {
             secure_cookies: false,
@@ -65,6 +74,15 @@ pub fn post_form(path: &str, form: &str, cookie: Option<&str>) -> Request<Body> 
         request = request.header(header::COOKIE, cookie);
     }
     request.body(Body::from(form.to_owned())).unwrap()
+}
+
+/// A JSON POST as an API client sends it (`body` is sent as is, so it may be malformed).
+pub fn post_json(path: &str, body: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut request = Request::post(path).header(header::CONTENT_TYPE, "application/json");
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    request.body(Body::from(body.to_owned())).unwrap()
 }
 
 pub fn get(path: &str, cookie: Option<&str>) -> Request<Body> {

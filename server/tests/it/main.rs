@@ -1,6 +1,7 @@
 //! The server's HTTP surface, driven in-process through the axum `Router` against real
 //! databases on both backends.
 
+mod bulk_actions;
 mod caseload_search;
 mod helpers;
 mod queue_health;

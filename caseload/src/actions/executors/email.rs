@@ -1,0 +1,127 @@
+//! `caseload.email`: one message per targeted person with an address, each person at most
+//! once per task across crashes and retries (see [`crate::email`] for the three steps).
+//!
+//! An attempt first fails the sends a dead attempt left unrecorded, then gives every
+//! recipient deferred by earlier attempts one more try, then walks the rest of the target.
+//! If recipients are still deferred at the end, the attempt ends with a transient error, so
+//! the queue tries again after its backoff, which is the pause a relay saying "later" needs.
+
+use chrono::Utc;
+use queue::{TaskContext, TaskError, TaskExecutor};
+use uuid::Uuid;
+
+use crate::actions::spec::EmailSpec;
+use crate::actions::walk::{Reach, Walk, read_spec, task_error};
+use crate::email::{
+    Delivery, EmailContent, Mailer, Recipient, claim_deferred, claim_recipients, deferred_count,
+    fail_interrupted, record_outcomes,
+};
+
+pub(crate) struct EmailExecutor {
+    pub mailer: Mailer,
+    pub batch_size: u64,
+}
+
+#[async_trait::async_trait]
+impl TaskExecutor for EmailExecutor {
+    async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
+        let spec: EmailSpec = read_spec(ctx)?;
+        let attempt_started = Utc::now();
+        let mut walk: Walk<()> =
+            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.batch_size)?;
+        let task_id = ctx.task_id();
+
+        let txn = ctx.begin_batch().await?;
+        let interrupted = fail_interrupted(&*txn, task_id, attempt_started)
+            .await
+            .map_err(task_error)?;
+        walk.progress.report.failed += interrupted;
+        walk.commit(ctx, txn).await?;
+
+        loop {
+            let txn = ctx.begin_batch().await?;
+            let retry =
+                claim_deferred(&*txn, task_id, attempt_started, self.batch_size, Utc::now())
+                    .await
+                    .map_err(task_error)?;
+            if retry.is_empty() {
+                break;
+            }
+            let report = &mut walk.progress.report;
+            report.deferred = report.deferred.saturating_sub(retry.len() as u64);
+            walk.commit(ctx, txn).await?;
+            self.send_and_record(ctx, &mut walk, &retry, &spec.content)
+                .await?;
+        }
+
+        while let Some(step) = walk.next(ctx).await? {
+            let claim = claim_recipients(
+                &*step.txn,
+                task_id,
+                &step.actor,
+                &step.batch.ids,
+                Utc::now(),
+            )
+            .await
+            .map_err(task_error)?;
+            let without_address = claim.without_address.len() as u64;
+            let report = &mut walk.progress.report;
+            report.add_skipped(&claim.report.forbidden, &claim.report.unknown);
+            // `unchanged` of a claim also counts those without an address.
+            report.unchanged += claim.report.unchanged.saturating_sub(without_address);
+            report.without_address += without_address;
+            walk.commit(ctx, step.txn).await?;
+            self.send_and_record(ctx, &mut walk, &claim.recipients, &spec.content)
+                .await?;
+        }
+
+        let txn = ctx.begin_batch().await?;
+        let deferred = deferred_count(&*txn, task_id).await.map_err(task_error)?;
+        drop(txn);
+        if deferred > 0 {
+            return Err(TaskError::transient(format!(
+                "{deferred} recipients deferred by the mail relay; trying them again later"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl EmailExecutor {
+    /// Sends to each claimed recipient, outside any transaction, and records the outcomes.
+    ///
+    /// Once the task is told to stop, the recipients not yet sent to are recorded as
+    /// deferred (never sent, so safe to send later) and the outcomes are committed in a
+    /// closing batch, so that neither the sent nor the unsent ones are lost.
+    async fn send_and_record(
+        &self,
+        ctx: &mut TaskContext,
+        walk: &mut Walk<()>,
+        recipients: &[Recipient],
+        content: &EmailContent,
+    ) -> Result<(), TaskError> {
+        let mut deliveries: Vec<(Uuid, Delivery)> = Vec::with_capacity(recipients.len());
+        for recipient in recipients {
+            let delivery = if ctx.cancellation().is_cancelled() {
+                Delivery::Transient("not sent yet: the task was stopped".into())
+            } else {
+                self.mailer.send(recipient, content).await
+            };
+            deliveries.push((recipient.person_id, delivery));
+        }
+        let stopped = ctx.cancellation().is_cancelled();
+        let txn = ctx.begin_closing_batch().await?;
+        let outcomes = record_outcomes(&*txn, ctx.task_id(), &deliveries, Utc::now())
+            .await
+            .map_err(task_error)?;
+        let report = &mut walk.progress.report;
+        report.changed += outcomes.sent;
+        report.deferred += outcomes.deferred;
+        report.failed += outcomes.failed;
+        walk.commit(ctx, txn).await?;
+        if stopped {
+            return Err(TaskError::Cancelled);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,52 @@
+//! `caseload.watch` and `caseload.unwatch`: the run_as user's bookmarks on the target,
+//! set or cleared batch by batch; both are idempotent, so a re-run batch changes nothing.
+
+use chrono::Utc;
+use queue::{TaskContext, TaskError, TaskExecutor};
+
+use crate::actions::spec::WatchSpec;
+use crate::actions::walk::{Reach, Walk, read_spec, task_error};
+use crate::watches::{unwatch, watch};
+
+pub(crate) struct WatchExecutor {
+    pub batch_size: u64,
+}
+
+pub(crate) struct UnwatchExecutor {
+    pub batch_size: u64,
+}
+
+#[async_trait::async_trait]
+impl TaskExecutor for WatchExecutor {
+    async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
+        let spec: WatchSpec = read_spec(ctx)?;
+        let mut walk: Walk<()> =
+            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.batch_size)?;
+        while let Some(step) = walk.next(ctx).await? {
+            let report = watch(&*step.txn, &step.actor, &step.batch.ids, Utc::now())
+                .await
+                .map_err(task_error)?;
+            walk.progress.report.add(&report);
+            walk.commit(ctx, step.txn).await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskExecutor for UnwatchExecutor {
+    async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
+        let spec: WatchSpec = read_spec(ctx)?;
+        // Clearing one's own bookmark affects nobody else, so a query may reach people
+        // outside the run_as scope (e.g. someone reassigned since they were watched).
+        let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::Anyone, self.batch_size)?;
+        while let Some(step) = walk.next(ctx).await? {
+            let report = unwatch(&*step.txn, &step.actor, &step.batch.ids)
+                .await
+                .map_err(task_error)?;
+            walk.progress.report.add(&report);
+            walk.commit(ctx, step.txn).await?;
+        }
+        Ok(())
+    }
+}

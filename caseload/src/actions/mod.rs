@@ -1,0 +1,94 @@
+//! The four bulk actions as queue tasks: what a request may ask ([`spec`]), who it targets
+//! ([`target`]), what a task reports ([`report`]), and the executors that do the work in
+//! checkpointed batches ([`walk`], `executors`).
+//!
+//! ```text
+//! request ──spec::*_task (validate)──► NewTask ──enqueue in the request's transaction──► queue
+//! queue ──claim──► executor: Walk { next batch ─► domain operation ─► commit + checkpoint }*
+//! ```
+//!
+//! The domain operations themselves (status change, watches, export file, email steps) live
+//! in the crate's top-level modules and know nothing of the queue.
+
+mod executors;
+pub mod report;
+pub mod spec;
+pub mod submit;
+pub mod target;
+mod walk;
+
+use std::path::{Path, PathBuf};
+
+use queue::{Registry, Task};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::email::Mailer;
+use executors::email::EmailExecutor;
+use executors::export::ExportExecutor;
+use executors::status_change::StatusChangeExecutor;
+use executors::watches::{UnwatchExecutor, WatchExecutor};
+pub use report::ActionReport;
+pub use submit::{ActionRequest, submit};
+
+/// Component names of the bulk actions' tasks.
+pub const EXPORT: &str = "caseload.export";
+pub const PROGRAM_STATUS_CHANGE: &str = "caseload.program_status_change";
+pub const WATCH: &str = "caseload.watch";
+pub const UNWATCH: &str = "caseload.unwatch";
+pub const EMAIL: &str = "caseload.email";
+
+/// People per batch (and per checkpoint) when the configuration names no other number: big
+/// enough that the per-batch cost (a transaction, a checkpoint, an fsync) is small per
+/// person, small enough that a crash repeats little and memory stays low.
+pub const BATCH_SIZE_DEFAULT: u64 = 1_000;
+
+/// What the executors need from the host.
+#[derive(Clone)]
+pub struct ActionsConfig {
+    /// Where export files are written (`<task id>.csv`); node-local.
+    pub exports_dir: PathBuf,
+    pub mailer: Mailer,
+    pub batch_size: u64,
+}
+
+/// Registers the five executors (export, status change, watch, unwatch, email), creating
+/// the exports directory.
+pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
+    std::fs::create_dir_all(&config.exports_dir)?;
+    let batch_size = config.batch_size.max(1);
+    registry
+        .register(
+            EXPORT,
+            ExportExecutor {
+                exports_dir: config.exports_dir,
+                batch_size,
+            },
+        )
+        .register(PROGRAM_STATUS_CHANGE, StatusChangeExecutor { batch_size })
+        .register(WATCH, WatchExecutor { batch_size })
+        .register(UNWATCH, UnwatchExecutor { batch_size })
+        .register(
+            EMAIL,
+            EmailExecutor {
+                mailer: config.mailer,
+                batch_size,
+            },
+        );
+    Ok(())
+}
+
+/// The file an export task writes.
+pub fn export_file(exports_dir: &Path, task_id: Uuid) -> PathBuf {
+    exports_dir.join(format!("{task_id}.csv"))
+}
+
+/// What a bulk-action task has done so far, for its owner; `None` for other tasks or before
+/// its first batch.
+pub fn task_report(task: &Task) -> Option<ActionReport> {
+    if !task.execution_component_name.starts_with("caseload.") {
+        return None;
+    }
+    let report = task.execution_state.get("report")?;
+    serde_json::from_value(report.clone()).ok()
+}

@@ -1,0 +1,313 @@
+//! The bulk actions as requested and as enqueued: each action's request (what the JSON API
+//! and the dashboard accept), its validation, and the spec stored in the task.
+//!
+//! Validation happens before anything is enqueued and reports every bad field at once, so
+//! a task that exists was well-formed when submitted; executors check again only what can
+//! change in between (a status deleted, the run_as user removed).
+
+use std::collections::HashSet;
+
+use queue::NewTask;
+use sea_orm::ConnectionTrait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::target::{MAX_TARGET_IDS, Target};
+use super::{EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH};
+use crate::CaseloadError;
+use crate::email::EmailContent;
+use crate::export::{DEFAULT_ROW_CAP, ExportColumn, ExportOptions};
+use crate::search::PersonFilter;
+use crate::status_change::StatusChange;
+use crate::users::StaffUser;
+
+/// Field name → what is wrong with it, for every bad field of a request.
+pub type FieldErrors = Vec<(String, String)>;
+
+/// Why a request was not enqueued.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The request's fields are wrong; nothing was enqueued.
+    #[error("invalid request: {}", describe(.0))]
+    Invalid(FieldErrors),
+    #[error(transparent)]
+    Caseload(#[from] CaseloadError),
+    #[error(transparent)]
+    Queue(queue::QueueError),
+}
+
+fn describe(errors: &FieldErrors) -> String {
+    errors
+        .iter()
+        .map(|(field, message)| format!("{field}: {message}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Who a request targets: `ids` or `query`, or neither where the action allows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetRequest {
+    #[serde(default)]
+    pub ids: Option<Vec<Uuid>>,
+    #[serde(default)]
+    pub query: Option<PersonFilter>,
+}
+
+impl TargetRequest {
+    /// The target to store; `default` stands in when neither ids nor a query is given (for
+    /// actions where "nobody named" has a meaning), else that is an error.
+    fn resolve(self, default: Option<Target>, errors: &mut FieldErrors) -> Option<Target> {
+        match (self.ids, self.query) {
+            (Some(_), Some(_)) => {
+                errors.push(field("ids", "give either ids or a query, not both"));
+                None
+            }
+            (Some(ids), None) => resolve_ids(ids, errors),
+            (None, Some(filter)) => match filter.validate() {
+                Ok(()) => Some(Target::Query(filter)),
+                Err(error) => {
+                    errors.push(field("query", error.to_string()));
+                    None
+                }
+            },
+            (None, None) => {
+                if default.is_none() {
+                    errors.push(field("ids", "choose people: give ids or a query"));
+                }
+                default
+            }
+        }
+    }
+}
+
+/// Drops repeated ids (keeping the first) so a person is acted on once.
+fn resolve_ids(ids: Vec<Uuid>, errors: &mut FieldErrors) -> Option<Target> {
+    if ids.is_empty() {
+        errors.push(field("ids", "name at least one person"));
+        return None;
+    }
+    if ids.len() > MAX_TARGET_IDS {
+        errors.push(field(
+            "ids",
+            format!(
+                "at most {MAX_TARGET_IDS} ids per request ({} given); use a query for more",
+                ids.len()
+            ),
+        ));
+        return None;
+    }
+    let mut seen = HashSet::with_capacity(ids.len());
+    Some(Target::Ids(
+        ids.into_iter().filter(|id| seen.insert(*id)).collect(),
+    ))
+}
+
+fn field(name: &str, message: impl Into<String>) -> (String, String) {
+    (name.to_owned(), message.into())
+}
+
+/// `POST /api/1/caseload/exports`. With no target, exports everyone the user may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportRequest {
+    #[serde(flatten)]
+    pub target: TargetRequest,
+    /// The columns in file order; all of them when absent.
+    #[serde(default)]
+    pub columns: Option<Vec<ExportColumn>>,
+    /// Stop after this many rows; the server's cap when absent (and never above it).
+    #[serde(default)]
+    pub row_cap: Option<u64>,
+}
+
+/// `POST /api/1/caseload/program-status-changes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChangeRequest {
+    #[serde(flatten)]
+    pub target: TargetRequest,
+    pub to_status: String,
+    pub reason: String,
+}
+
+/// `POST /api/1/caseload/watches` and `.../unwatches`. An unwatch with no target clears
+/// the user's whole watch list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchRequest {
+    #[serde(flatten)]
+    pub target: TargetRequest,
+}
+
+/// `POST /api/1/caseload/emails`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailRequest {
+    #[serde(flatten)]
+    pub target: TargetRequest,
+    pub subject: String,
+    pub body: String,
+    #[serde(default)]
+    pub cc: Vec<String>,
+}
+
+/// What a `caseload.export` task does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportSpec {
+    pub target: Target,
+    pub columns: Vec<ExportColumn>,
+    pub row_cap: u64,
+}
+
+/// What a `caseload.program_status_change` task does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChangeSpec {
+    pub target: Target,
+    pub change: StatusChange,
+}
+
+/// What a `caseload.watch` or `caseload.unwatch` task does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchSpec {
+    pub target: Target,
+}
+
+/// What a `caseload.email` task does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailSpec {
+    pub target: Target,
+    pub content: EmailContent,
+}
+
+/// All export columns, in their natural order: the default column choice.
+pub const ALL_COLUMNS: [ExportColumn; 8] = [
+    ExportColumn::Id,
+    ExportColumn::SchoolId,
+    ExportColumn::FirstName,
+    ExportColumn::LastName,
+    ExportColumn::Email,
+    ExportColumn::ProgramStatus,
+    ExportColumn::CoachId,
+    ExportColumn::UpdatedAt,
+];
+
+/// Validates an export request; `max_row_cap` is the server's configured limit.
+pub fn export_task(
+    user: &StaffUser,
+    request: ExportRequest,
+    max_row_cap: u64,
+) -> Result<NewTask, SubmitError> {
+    let mut errors = FieldErrors::new();
+    let everyone = Target::Query(PersonFilter::default());
+    let target = request.target.resolve(Some(everyone), &mut errors);
+    let options = ExportOptions {
+        columns: request.columns.unwrap_or_else(|| ALL_COLUMNS.to_vec()),
+        row_cap: request.row_cap.unwrap_or(max_row_cap.min(DEFAULT_ROW_CAP)),
+    };
+    errors.extend(
+        options
+            .problems()
+            .into_iter()
+            .map(|(name, m)| field(name, m)),
+    );
+    if options.row_cap > max_row_cap {
+        errors.push(field(
+            "row_cap",
+            format!("at most {max_row_cap} rows per export"),
+        ));
+    }
+    let spec = ExportSpec {
+        target: checked(target, errors)?,
+        columns: options.columns,
+        row_cap: options.row_cap,
+    };
+    Ok(new_task(EXPORT, &spec.target, &spec, user))
+}
+
+/// Validates a status change request (the status must exist: read through `db`).
+pub async fn status_change_task<C: ConnectionTrait>(
+    db: &C,
+    user: &StaffUser,
+    request: StatusChangeRequest,
+) -> Result<NewTask, SubmitError> {
+    let mut errors = FieldErrors::new();
+    let target = request.target.resolve(None, &mut errors);
+    let change = StatusChange {
+        to_status: request.to_status,
+        reason: request.reason,
+    };
+    match change.validate(db).await {
+        Ok(()) => {}
+        Err(CaseloadError::UnknownStatus(code)) => errors.push(field(
+            "to_status",
+            format!("no program status is called {code:?}"),
+        )),
+        Err(CaseloadError::Invalid(message)) => errors.push(field("reason", message)),
+        Err(other) => return Err(other.into()),
+    }
+    let spec = StatusChangeSpec {
+        target: checked(target, errors)?,
+        change,
+    };
+    Ok(new_task(PROGRAM_STATUS_CHANGE, &spec.target, &spec, user))
+}
+
+/// Validates a watch request.
+pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
+    let mut errors = FieldErrors::new();
+    let target = request.target.resolve(None, &mut errors);
+    let spec = WatchSpec {
+        target: checked(target, errors)?,
+    };
+    Ok(new_task(WATCH, &spec.target, &spec, user))
+}
+
+/// Validates an unwatch request; no target means everyone the user watches.
+pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
+    let mut errors = FieldErrors::new();
+    let my_watch_list = Target::Query(PersonFilter {
+        watched_by: Some(user.id),
+        ..PersonFilter::default()
+    });
+    let target = request.target.resolve(Some(my_watch_list), &mut errors);
+    let spec = WatchSpec {
+        target: checked(target, errors)?,
+    };
+    Ok(new_task(UNWATCH, &spec.target, &spec, user))
+}
+
+/// Validates an email request.
+pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, SubmitError> {
+    let mut errors = FieldErrors::new();
+    let target = request.target.resolve(None, &mut errors);
+    let content = EmailContent {
+        subject: request.subject,
+        body: request.body,
+        cc: request.cc,
+    };
+    errors.extend(
+        content
+            .problems()
+            .into_iter()
+            .map(|(name, m)| field(name, m)),
+    );
+    let spec = EmailSpec {
+        target: checked(target, errors)?,
+        content,
+    };
+    Ok(new_task(EMAIL, &spec.target, &spec, user))
+}
+
+/// The target if every field was valid, else all the field errors.
+fn checked(target: Option<Target>, errors: FieldErrors) -> Result<Target, SubmitError> {
+    match target {
+        Some(target) if errors.is_empty() => Ok(target),
+        _ => Err(SubmitError::Invalid(errors)),
+    }
+}
+
+/// A task owned by and run as `user`; a list target's size is the progress total up front.
+fn new_task(component: &str, target: &Target, spec: &impl Serialize, user: &StaffUser) -> NewTask {
+    let spec = serde_json::to_value(spec).expect("action specs always serialize");
+    let task = NewTask::new(component, spec, user.id).with_created_by(user.username.clone());
+    match target {
+        Target::Ids(ids) => task.with_progress_total(ids.len() as i64),
+        Target::Query(_) => task,
+    }
+}

@@ -1,0 +1,540 @@
+//! The bulk-action endpoints end to end: submitted over HTTP, run by the real queue with the
+//! real executors, and their effects counted in the database, in the export file and on the
+//! SMTP wire.
+
+use std::time::Duration;
+
+use app::api::ssr::BulkSettings;
+use axum::Router;
+use axum::http::{StatusCode, header};
+use caseload::actions::ActionsConfig;
+use caseload::email::{MailTransport, Mailer};
+use caseload::seed::{SeedOptions, seed_people};
+use caseload::testing::{SmtpServer, insert_people};
+use caseload::users::Role;
+use migration::Migrator;
+use queue::testing::{TestDatabase, fast_config, wait_until};
+use queue::{Registry, Runtime, RuntimeHandle, Store};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use uuid::Uuid;
+
+use crate::helpers::*;
+
+queue::backend_tests!(Migrator =>
+    status_change_applies_within_scope_and_reports_the_rest,
+    watch_and_unwatch_are_idempotent,
+    export_is_downloaded_by_its_owner_only,
+    email_goes_out_once_per_recipient,
+    bad_requests_are_rejected_with_field_messages,
+    hundred_thousand_people_change_status_and_export,
+);
+
+/// The app with the bulk-action executors running on a real queue runtime.
+struct Bulk {
+    app: Router,
+    store: Store,
+    runtime: RuntimeHandle,
+    exports: TempDir,
+    smtp: SmtpServer,
+}
+
+impl Bulk {
+    async fn start(db: &TestDatabase) -> Self {
+        let store = Store::new(db.conn.clone());
+        let exports = tempfile::tempdir().unwrap();
+        let smtp = SmtpServer::start().await;
+        let mailer = Mailer::new(
+            "Advising <advising@example.edu>",
+            &MailTransport::Smtp {
+                host: "127.0.0.1".into(),
+                port: smtp.port,
+                timeout: Duration::from_secs(5),
+            },
+        )
+        .unwrap();
+        let mut registry = Registry::new();
+        caseload::actions::register(
+            &mut registry,
+            ActionsConfig {
+                exports_dir: exports.path().to_owned(),
+                mailer,
+                batch_size: 500,
+            },
+        )
+        .unwrap();
+        let runtime = Runtime::start(fast_config("bulk-test"), store.clone(), registry)
+            .await
+            .unwrap();
+        let bulk = BulkSettings {
+            exports_dir: exports.path().to_owned(),
+            export_row_cap: 1_000_000,
+        };
+        let app = app_with_settings(db, store.clone(), bulk).await;
+        Bulk {
+            app,
+            store,
+            runtime,
+            exports,
+            smtp,
+        }
+    }
+
+    /// POSTs an action and returns the 202 body.
+    async fn submit(&self, path: &str, body: Value, cookie: &str) -> Value {
+        let (response, text) =
+            send(&self.app, post_json(path, &body.to_string(), Some(cookie))).await;
+        assert_status(&response, &text, StatusCode::ACCEPTED);
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Waits until the task is COMPLETED, FAILURE, ERROR or ABANDONED and returns its view
+    /// from `GET /api/1/tasks/{id}`.
+    async fn finished(&self, reference: &Value, cookie: &str) -> Value {
+        let id: Uuid = reference["id"].as_str().unwrap().parse().unwrap();
+        let mut events = self.store.subscribe();
+        wait_until(
+            &mut events,
+            Duration::from_secs(180),
+            "the task finished",
+            async || {
+                let task = self.store.task_get(id).await.unwrap().unwrap();
+                task.workflow_status.is_terminal()
+            },
+        )
+        .await;
+        let path = reference["links"]["self"].as_str().unwrap();
+        let (response, text) = send(&self.app, get(path, Some(cookie))).await;
+        assert_status(&response, &text, StatusCode::OK);
+        serde_json::from_str(&text).unwrap()
+    }
+
+    async fn stop(self) {
+        self.runtime.shutdown(Duration::from_secs(5)).await;
+    }
+}
+
+fn ids_json(ids: &[Uuid]) -> Value {
+    json!(ids.iter().map(Uuid::to_string).collect::<Vec<_>>())
+}
+
+async fn count(db: &TestDatabase, sql: &str) -> i64 {
+    db.scalar(sql).await
+}
+
+async fn status_change_applies_within_scope_and_reports_the_rest(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    let sam = add_user(&db, "sam2", Role::Staff).await;
+    let colleague = add_user(&db, "colleague", Role::Staff).await;
+    let mine = insert_people(&db.conn, "mine", 4, Some(sam.id)).await;
+    let unassigned = insert_people(&db.conn, "free", 2, None).await;
+    let theirs = insert_people(&db.conn, "theirs", 2, Some(colleague.id)).await;
+    let cookie = sign_in_as(&bulk.app, "sam2").await;
+    let nobody = Uuid::now_v7();
+
+    let mut ids = vec![mine[0], mine[1], mine[1], unassigned[0], theirs[0], nobody];
+    ids.push(mine[2]);
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/program-status-changes",
+            json!({"ids": ids_json(&ids), "to_status": "INACTIVE", "reason": "moved away"}),
+            &cookie,
+        )
+        .await;
+    // The reply names the task and nothing of its inner state.
+    assert_eq!(reference["workflow_status"], "QUEUED");
+    assert_eq!(reference["created_by"], "sam2");
+    assert!(reference["created_date"].is_string());
+    let id = reference["id"].as_str().unwrap();
+    assert_eq!(reference["links"]["self"], format!("/api/1/tasks/{id}"));
+    for hidden in ["execution_state", "workflow_status_desc", "execution_spec"] {
+        assert!(reference.get(hidden).is_none(), "{hidden} exposed");
+    }
+
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    // The repeated id counts once: 6 distinct people named.
+    assert_eq!(task["progress_total"], 6);
+    assert_eq!(task["progress_done"], 6);
+    let report = &task["report"];
+    assert_eq!(report["changed"], 4, "{report}");
+    assert_eq!(report["forbidden"], 1);
+    assert_eq!(report["unknown"], 1);
+    assert_eq!(report["forbidden_sample"], json!([theirs[0].to_string()]));
+    assert_eq!(report["unknown_sample"], json!([nobody.to_string()]));
+    let history = "SELECT COUNT(*) FROM program_status_change WHERE to_status = 'INACTIVE'";
+    assert_eq!(count(&db, history).await, 4);
+    let inactive = "SELECT COUNT(*) FROM person WHERE program_status = 'INACTIVE'";
+    assert_eq!(count(&db, inactive).await, 4);
+
+    // A saved query reaches everyone it matches within the scope, evaluated at run time:
+    // Sam's last ACTIVE person and the unassigned one, never the colleague's people.
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/program-status-changes",
+            json!({"query": {"program_status": "ACTIVE"}, "to_status": "GRADUATED", "reason": "done"}),
+            &cookie,
+        )
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    assert_eq!(task["report"]["changed"], 2, "{task}");
+    assert_eq!(task["progress_total"], 2);
+    // Only the colleague's two people are still ACTIVE.
+    let active = "SELECT COUNT(*) FROM person WHERE program_status = 'ACTIVE'";
+    assert_eq!(count(&db, active).await, 2);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM person WHERE program_status = 'GRADUATED'"
+        )
+        .await,
+        2
+    );
+    bulk.stop().await;
+}
+
+async fn watch_and_unwatch_are_idempotent(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    let people = insert_people(&db.conn, "w", 5, None).await;
+    let cookie = sign_in(&bulk.app).await;
+    let watches = "SELECT COUNT(*) FROM person_watch";
+
+    let body = json!({"ids": ids_json(&people[..3])});
+    let reference = bulk
+        .submit("/api/1/caseload/watches", body.clone(), &cookie)
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["report"]["changed"], 3, "{task}");
+    // Watching them again changes nothing and is no error.
+    let reference = bulk.submit("/api/1/caseload/watches", body, &cookie).await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["workflow_status"], "COMPLETED");
+    assert_eq!(
+        (
+            task["report"]["changed"].clone(),
+            task["report"]["unchanged"].clone()
+        ),
+        (json!(0), json!(3))
+    );
+    assert_eq!(count(&db, watches).await, 3);
+
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/unwatches",
+            json!({"ids": ids_json(&people[..1])}),
+            &cookie,
+        )
+        .await;
+    assert_eq!(
+        bulk.finished(&reference, &cookie).await["report"]["changed"],
+        1
+    );
+    assert_eq!(count(&db, watches).await, 2);
+    // No target: the whole watch list is cleared.
+    let reference = bulk
+        .submit("/api/1/caseload/unwatches", json!({}), &cookie)
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["report"]["changed"], 2, "{task}");
+    assert_eq!(count(&db, watches).await, 0);
+    bulk.stop().await;
+}
+
+async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    add_user(&db, "lee", Role::Staff).await;
+    add_user(&db, "ada", Role::Admin).await;
+    insert_people(&db.conn, "=Exp", 30, None).await;
+    let cookie = sign_in(&bulk.app).await;
+
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/exports",
+            json!({"query": {"name": "=exp"}, "columns": ["school_id", "last_name", "email"]}),
+            &cookie,
+        )
+        .await;
+    let id = reference["id"].as_str().unwrap().to_owned();
+    let file_link = format!("/api/1/caseload/exports/{id}/file");
+    assert_eq!(reference["links"]["file"], file_link);
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    assert_eq!(task["report"]["changed"], 30);
+
+    let (response, csv) = send(&bulk.app, get(&file_link, Some(&cookie))).await;
+    assert_status(&response, &csv, StatusCode::OK);
+    assert!(
+        response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    assert!(
+        response.headers()[header::CONTENT_DISPOSITION]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment;")
+    );
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "school_id,last_name,email");
+    assert_eq!(lines.len(), 31);
+    // Cells a spreadsheet would run as formulas are defused.
+    assert!(lines[1].starts_with("'=Exp-"), "{}", lines[1]);
+
+    let lee = sign_in_as(&bulk.app, "lee").await;
+    let (response, body) = send(&bulk.app, get(&file_link, Some(&lee))).await;
+    assert_status(&response, &body, StatusCode::NOT_FOUND);
+    let ada = sign_in_as(&bulk.app, "ada").await;
+    let (response, body) = send(&bulk.app, get(&file_link, Some(&ada))).await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+    let (response, body) = send(&bulk.app, get(&file_link, None)).await;
+    assert_status(&response, &body, StatusCode::UNAUTHORIZED);
+    let bad = "/api/1/caseload/exports/not-a-uuid/file";
+    let (response, body) = send(&bulk.app, get(bad, Some(&cookie))).await;
+    assert_status(&response, &body, StatusCode::BAD_REQUEST);
+
+    // An export that has not finished yet (its action is paused) is a conflict, not a file.
+    bulk.store
+        .component_pause(caseload::actions::EXPORT, "test")
+        .await
+        .unwrap();
+    let reference = bulk
+        .submit("/api/1/caseload/exports", json!({}), &cookie)
+        .await;
+    let pending = format!(
+        "/api/1/caseload/exports/{}/file",
+        reference["id"].as_str().unwrap()
+    );
+    let (response, body) = send(&bulk.app, get(&pending, Some(&cookie))).await;
+    assert_status(&response, &body, StatusCode::CONFLICT);
+    assert!(body.contains("QUEUED"), "{body}");
+    // A file removed from the server is gone, not an error.
+    std::fs::remove_file(bulk.exports.path().join(format!("{id}.csv"))).unwrap();
+    let (response, body) = send(&bulk.app, get(&file_link, Some(&cookie))).await;
+    assert_status(&response, &body, StatusCode::GONE);
+    bulk.stop().await;
+}
+
+async fn email_goes_out_once_per_recipient(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    let people = insert_people(&db.conn, "mail", 12, None).await;
+    let cookie = sign_in(&bulk.app).await;
+    bulk.smtp
+        .reply_to_rcpt("mail3@example.edu", "550 5.1.1 no such mailbox");
+
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/emails",
+            json!({
+                "ids": ids_json(&people),
+                "subject": "Advising hours",
+                "body": "Hello,\nour office hours moved.\n",
+                "cc": ["office@example.edu"],
+            }),
+            &cookie,
+        )
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    assert_eq!(task["report"]["changed"], 11, "{task}");
+    assert_eq!(task["report"]["failed"], 1);
+
+    let received = bulk.smtp.received();
+    assert_eq!(received.len(), 11);
+    let mut recipients: Vec<String> = received
+        .iter()
+        .flat_map(|m| m.recipients.clone())
+        .filter(|r| r != "office@example.edu")
+        .collect();
+    recipients.sort();
+    recipients.dedup();
+    assert_eq!(recipients.len(), 11, "each recipient exactly once");
+    assert!(!recipients.contains(&"mail3@example.edu".to_owned()));
+    assert!(
+        received
+            .iter()
+            .all(|m| m.data.contains("Subject: Advising hours"))
+    );
+    let sent = "SELECT COUNT(*) FROM email_send_log WHERE status = 'sent'";
+    assert_eq!(count(&db, sent).await, 11);
+    bulk.stop().await;
+}
+
+async fn bad_requests_are_rejected_with_field_messages(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    let cookie = sign_in(&bulk.app).await;
+    let person = insert_people(&db.conn, "x", 1, None).await[0].to_string();
+    let too_many: Vec<String> = (0..10_001).map(|_| Uuid::now_v7().to_string()).collect();
+    let cases: Vec<(&str, String, StatusCode, Option<&str>)> = vec![
+        (
+            "/api/1/caseload/watches",
+            "{\"ids\": [".into(),
+            StatusCode::BAD_REQUEST,
+            None,
+        ),
+        (
+            "/api/1/caseload/watches",
+            json!({"ids": "everyone"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            None,
+        ),
+        (
+            "/api/1/caseload/watches",
+            json!({"ids": too_many}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("ids"),
+        ),
+        (
+            "/api/1/caseload/watches",
+            json!({"ids": []}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("ids"),
+        ),
+        (
+            "/api/1/caseload/watches",
+            json!({}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("ids"),
+        ),
+        (
+            "/api/1/caseload/watches",
+            json!({"ids": [person], "query": {}}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("ids"),
+        ),
+        (
+            "/api/1/caseload/watches",
+            json!({"query": {"contains": "ab"}}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("query"),
+        ),
+        (
+            "/api/1/caseload/program-status-changes",
+            json!({"ids": [person], "to_status": "ON_THE_MOON", "reason": "x"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("to_status"),
+        ),
+        (
+            "/api/1/caseload/program-status-changes",
+            json!({"ids": [person], "to_status": "ACTIVE", "reason": "  "}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("reason"),
+        ),
+        (
+            "/api/1/caseload/exports",
+            json!({"columns": []}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("columns"),
+        ),
+        (
+            "/api/1/caseload/exports",
+            json!({"columns": ["password_hash"]}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            None,
+        ),
+        (
+            "/api/1/caseload/exports",
+            json!({"row_cap": 2_000_000}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("row_cap"),
+        ),
+        (
+            "/api/1/caseload/emails",
+            json!({"ids": [person], "subject": "", "body": "b"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("subject"),
+        ),
+        (
+            "/api/1/caseload/emails",
+            json!({"ids": [person], "subject": "s", "body": "b", "cc": ["not an address"]})
+                .to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("cc"),
+        ),
+    ];
+    for (path, body, expected, field) in cases {
+        let (response, text) = send(&bulk.app, post_json(path, &body, Some(&cookie))).await;
+        assert_eq!(response.status(), expected, "{path} {body}: {text}");
+        let reply: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("JSON: {text}"));
+        assert!(reply["error"].is_string(), "{text}");
+        if let Some(field) = field {
+            assert!(reply["fields"][field].is_string(), "{path} {body}: {text}");
+        }
+    }
+    // Signed out: 401 before anything is read.
+    let body = json!({"ids": [person]}).to_string();
+    let (response, text) = send(&bulk.app, post_json("/api/1/caseload/watches", &body, None)).await;
+    assert_status(&response, &text, StatusCode::UNAUTHORIZED);
+    // Nothing was enqueued by any of them.
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM queue_task").await, 0);
+    bulk.stop().await;
+}
+
+async fn hundred_thousand_people_change_status_and_export(db: TestDatabase) {
+    const PEOPLE: u64 = 100_000;
+    let bulk = Bulk::start(&db).await;
+    add_user(&db, "ada", Role::Admin).await;
+    seed_people(
+        &db.conn,
+        &SeedOptions {
+            people: PEOPLE,
+            seed: 11,
+            coaches: Vec::new(),
+        },
+    )
+    .await
+    .unwrap();
+    let cookie = sign_in_as(&bulk.app, "ada").await;
+    let not_withdrawn = count(
+        &db,
+        "SELECT COUNT(*) FROM person WHERE program_status <> 'WITHDRAWN'",
+    )
+    .await;
+
+    let started = std::time::Instant::now();
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/program-status-changes",
+            json!({"query": {}, "to_status": "WITHDRAWN", "reason": "programme closed"}),
+            &cookie,
+        )
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    eprintln!(
+        "status change of {PEOPLE} people ({:?}): {:.1} s",
+        db.backend,
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    assert_eq!(task["progress_done"], PEOPLE);
+    assert_eq!(task["report"]["changed"], not_withdrawn);
+    let withdrawn = "SELECT COUNT(*) FROM person WHERE program_status = 'WITHDRAWN'";
+    assert_eq!(count(&db, withdrawn).await, PEOPLE as i64);
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM program_status_change").await,
+        not_withdrawn
+    );
+
+    let started = std::time::Instant::now();
+    let reference = bulk
+        .submit("/api/1/caseload/exports", json!({}), &cookie)
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    eprintln!(
+        "export of {PEOPLE} people ({:?}): {:.1} s",
+        db.backend,
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    let link = reference["links"]["file"].as_str().unwrap();
+    let (response, csv) = send(&bulk.app, get(link, Some(&cookie))).await;
+    assert_status(&response, &csv, StatusCode::OK);
+    assert_eq!(csv.lines().count() as u64, PEOPLE + 1);
+    // Every person exactly once.
+    let mut ids: Vec<&str> = csv.lines().skip(1).map(|l| &l[..36]).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len() as u64, PEOPLE);
+    bulk.stop().await;
+}
