@@ -83,12 +83,19 @@ impl SmtpServer {
             } else if upper.starts_with("DATA") {
                 let _ = write.write_all(b"354 go ahead\r\n").await;
                 let mut data = String::new();
+                let mut complete = false;
                 while let Ok(Some(line)) = lines.next_line().await {
                     if line == "." {
+                        complete = true;
                         break;
                     }
                     data.push_str(line.strip_prefix('.').unwrap_or(&line));
                     data.push('\n');
+                }
+                // A message cut off before its final "." was never accepted, as a real relay
+                // would discard it.
+                if !complete {
+                    return;
                 }
                 self.received.lock().unwrap().push(Received {
                     recipients: std::mem::take(&mut recipients),

@@ -3,6 +3,7 @@
 
 mod bulk_actions;
 mod caseload_search;
+mod crash_resume;
 mod helpers;
 mod queue_health;
 mod sign_in;

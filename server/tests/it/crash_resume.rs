@@ -1,0 +1,391 @@
+//! Whole nodes crashing mid-action: the real `bulkq` binary runs a bulk action, is killed
+//! with SIGKILL a few times part-way through and started again under the same system id
+//! (so the new incarnation rescues the task at once), and the action's effects are then
+//! counted: a status change exactly once per person, an email at most once per address
+//! and never silently dropped.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use caseload::actions::spec::{EmailRequest, StatusChangeRequest, TargetRequest};
+use caseload::actions::{ActionReport, ActionRequest, submit, task_report};
+use caseload::entity::email_send_log as send_log;
+use caseload::search::PersonFilter;
+use caseload::seed::{SeedOptions, seed_people};
+use caseload::testing::SmtpServer;
+use caseload::users::{Role, StaffUser};
+use migration::Migrator;
+use queue::testing::TestDatabase;
+use queue::{Store, Task, TaskStatus};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
+use tokio::process::{Child, Command};
+use uuid::Uuid;
+
+use crate::helpers::add_user;
+
+queue::backend_tests!(Migrator =>
+    a_status_change_survives_killed_nodes,
+    an_email_survives_killed_nodes,
+);
+
+/// The node's name; every incarnation uses it, so each restart rescues its predecessor's task.
+const SYSTEM_ID: &str = "crash-node";
+/// The node is killed once each of these shares of the target is done, then restarted.
+const KILL_AT: [f64; 3] = [0.2, 0.45, 0.7];
+/// How long one wait (for progress, or for the end) may take before the test gives up.
+const PATIENCE: Duration = Duration::from_secs(120);
+/// How often the test looks at the task while the node works.
+const POLL: Duration = Duration::from_millis(15);
+
+async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
+    // 50 batches of 100: a few seconds in all on the debug build.
+    let (people, batch_size) = (5_000, 100);
+    let user = admin_with_people(&db, people).await;
+    let not_inactive = "SELECT COUNT(*) FROM person WHERE program_status <> 'INACTIVE'";
+    let to_change = db.scalar(not_inactive).await;
+    let store = Store::new(db.conn.clone());
+    let request = ActionRequest::ProgramStatusChange(StatusChangeRequest {
+        target: everyone(),
+        to_status: "INACTIVE".into(),
+        reason: "crash test".into(),
+    });
+    let task = submit(&store, &user, request, 1_000_000).await.unwrap();
+
+    let run = run_with_kills(&db, &store, task.id, people, batch_size, &[]).await;
+
+    let history = count_for_task(
+        &db,
+        "SELECT COUNT(*) FROM program_status_change WHERE task_id = $1",
+        task.id,
+    )
+    .await;
+    let people_with_history = count_for_task(
+        &db,
+        "SELECT COUNT(DISTINCT person_id) FROM program_status_change WHERE task_id = $1",
+        task.id,
+    )
+    .await;
+    let repeated = count_for_task(
+        &db,
+        "SELECT COUNT(*) FROM (SELECT person_id FROM program_status_change WHERE task_id = $1 \
+         GROUP BY person_id HAVING COUNT(*) > 1) AS repeated",
+        task.id,
+    )
+    .await;
+    let lost = to_change - people_with_history;
+    let duplicated = history - people_with_history;
+    println!(
+        "status change crash test ({}): {people} people, {to_change} to change, {}, \
+         {lost} lost, {duplicated} duplicated",
+        backend(&db),
+        run.summary(),
+    );
+    assert_eq!(db.scalar(not_inactive).await, 0, "everyone is INACTIVE");
+    assert_eq!(
+        (lost, duplicated, repeated),
+        (0, 0, 0),
+        "one history row per person changed"
+    );
+    assert_eq!(history, to_change);
+    let report = run.report();
+    assert_eq!(
+        (report.changed, report.unchanged),
+        (to_change as u64, (people - to_change) as u64),
+        "the checkpointed report counts every person once"
+    );
+}
+
+async fn an_email_survives_killed_nodes(db: TestDatabase) {
+    // 13 batches of 20. Each message costs about 40 ms here (lettre 0.11.23 leaves Nagle's
+    // algorithm on, so the end-of-data line waits for the relay's delayed ACK): more people
+    // would make this test slower, not stronger.
+    let (people, batch_size) = (250, 20);
+    let user = admin_with_people(&db, people).await;
+    let with_address = db
+        .scalar("SELECT COUNT(*) FROM person WHERE email IS NOT NULL")
+        .await;
+    let smtp = SmtpServer::start().await;
+    let store = Store::new(db.conn.clone());
+    let request = ActionRequest::Email(EmailRequest {
+        target: everyone(),
+        subject: "Crash test".into(),
+        body: "Hello,\nthis message must arrive at most once.\n".into(),
+        cc: vec![],
+    });
+    let task = submit(&store, &user, request, 1_000_000).await.unwrap();
+
+    let relay = format!("127.0.0.1:{}", smtp.port);
+    let relay_args = ["--smtp-relay", relay.as_str()];
+    let run = run_with_kills(&db, &store, task.id, people, batch_size, &relay_args).await;
+
+    let rows = send_log::Entity::find()
+        .filter(send_log::Column::TaskId.eq(task.id))
+        .all(&db.conn)
+        .await
+        .unwrap();
+    let mut received: HashMap<String, i64> = HashMap::new();
+    for message in smtp.received() {
+        for recipient in message.recipients {
+            *received.entry(recipient).or_default() += 1;
+        }
+    }
+    let with_status = |status: &'static str| rows.iter().filter(move |row| row.status == status);
+    let sent = with_status("sent").count() as i64;
+    let interrupted = with_status("failed").count() as i64;
+    let sent_not_received = with_status("sent")
+        .filter(|row| !received.contains_key(&row.recipient))
+        .count() as i64;
+    let lost = (with_address - rows.len() as i64) + sent_not_received;
+    let duplicated: i64 = received.values().map(|times| times - 1).sum();
+    let interrupted_but_received = with_status("failed")
+        .filter(|row| received.contains_key(&row.recipient))
+        .count();
+    println!(
+        "email crash test ({}): {people} people, {with_address} with an address, {}, \
+         {sent} sent, {interrupted} interrupted ({interrupted_but_received} of them reached \
+         the relay), {lost} lost, {duplicated} duplicated",
+        backend(&db),
+        run.summary(),
+    );
+    assert_eq!(rows.len() as i64, with_address, "one log row per address");
+    assert_eq!(
+        (lost, duplicated),
+        (0, 0),
+        "at most once, and nothing dropped"
+    );
+    for row in with_status("failed") {
+        let detail = row.detail.as_deref().unwrap_or_default();
+        assert!(
+            detail.starts_with("interrupted while sending"),
+            "only interrupted sends may fail here: {row:?}"
+        );
+    }
+    assert!(
+        interrupted <= run.kills as i64 * batch_size,
+        "at most one batch is interrupted per kill"
+    );
+    assert_eq!(
+        sent + interrupted,
+        with_address,
+        "nothing is left sending or deferred"
+    );
+    let logged: HashSet<&str> = rows.iter().map(|row| row.recipient.as_str()).collect();
+    for address in received.keys() {
+        assert!(
+            logged.contains(address.as_str()),
+            "{address} got a message the log does not know of"
+        );
+    }
+    let report = run.report();
+    assert_eq!(
+        (report.changed, report.failed, report.deferred),
+        (sent as u64, interrupted as u64, 0),
+        "the checkpointed report matches the log"
+    );
+    assert_eq!(report.without_address, (people - with_address) as u64);
+}
+
+/// An admin (who may target everyone) and `people` generated people, some without an address.
+async fn admin_with_people(db: &TestDatabase, people: i64) -> StaffUser {
+    let user = add_user(db, "ada", Role::Admin).await;
+    let options = SeedOptions {
+        people: people as u64,
+        seed: 7,
+        coaches: vec![],
+    };
+    seed_people(&db.conn, &options).await.unwrap();
+    user
+}
+
+/// Everyone, as a saved query.
+fn everyone() -> TargetRequest {
+    TargetRequest {
+        ids: None,
+        query: Some(PersonFilter::default()),
+    }
+}
+
+fn backend(db: &TestDatabase) -> String {
+    format!("{:?}", db.backend).to_lowercase()
+}
+
+/// Runs a query with the task's id bound as `$1` (both backends accept `$1`) and returns its
+/// single integer. Bound, the id is compared in whatever form the backend stores UUIDs.
+async fn count_for_task(db: &TestDatabase, sql: &str, task_id: Uuid) -> i64 {
+    let statement =
+        Statement::from_sql_and_values(db.conn.get_database_backend(), sql, [task_id.into()]);
+    db.conn
+        .query_one_raw(statement)
+        .await
+        .expect("run the query")
+        .expect("the query returns a row")
+        .try_get_by_index::<i64>(0)
+        .expect("an integer column")
+}
+
+/// What [`run_with_kills`] saw.
+struct Run {
+    kills: usize,
+    /// The completed task.
+    task: Task,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn summary(&self) -> String {
+        format!(
+            "{} kills, {} attempts, {:.1} s",
+            self.kills,
+            self.task.attempt,
+            self.elapsed.as_secs_f64()
+        )
+    }
+
+    fn report(&self) -> ActionReport {
+        task_report(&self.task).expect("a finished bulk action has a report")
+    }
+}
+
+/// Runs the task on a node (working in batches of `batch_size` people) that is SIGKILLed
+/// once each share of [`KILL_AT`] of the `total` people is done and started again, then lets
+/// the last incarnation finish the task.
+async fn run_with_kills(
+    db: &TestDatabase,
+    store: &Store,
+    task_id: Uuid,
+    total: i64,
+    batch_size: i64,
+    extra_args: &[&str],
+) -> Run {
+    let batch_size = batch_size.to_string();
+    let extra_args = [&["--batch-size", batch_size.as_str()], extra_args].concat();
+    let scratch = ScratchDir::new();
+    let started = Instant::now();
+    let mut done_at_last_kill = 0;
+    for share in KILL_AT {
+        let mut node = start_node(db, &scratch.0, &extra_args);
+        // Past the share, and past the last kill: this incarnation has done work of its own.
+        let threshold = ((total as f64 * share) as i64).max(done_at_last_kill + 1);
+        let what = format!("{threshold} of {total} people done");
+        wait_for(store, task_id, &mut node, &what, |t| {
+            t.progress_done >= threshold
+        })
+        .await;
+        kill(&mut node).await;
+        let killed = task(store, task_id).await;
+        assert_eq!(
+            killed.workflow_status,
+            TaskStatus::Executing,
+            "killed mid-task, at {}/{total}",
+            killed.progress_done
+        );
+        assert!(killed.progress_done < total, "killed before the end");
+        done_at_last_kill = killed.progress_done;
+    }
+    let mut node = start_node(db, &scratch.0, &extra_args);
+    let done = wait_for(store, task_id, &mut node, "the task completed", |t| {
+        t.workflow_status == TaskStatus::Completed
+    })
+    .await;
+    kill(&mut node).await;
+    assert_eq!(done.progress_done, total, "every person was visited");
+    assert_eq!(
+        done.attempt,
+        KILL_AT.len() as i32 + 1,
+        "one attempt per incarnation: each kill interrupted a running attempt"
+    );
+    Run {
+        kills: KILL_AT.len(),
+        task: done,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Starts `bulkq serve` on the test database; it is SIGKILLed if dropped (a failing test).
+fn start_node(db: &TestDatabase, scratch: &Path, extra_args: &[&str]) -> Child {
+    let dir = |name: &str| scratch.join(name).display().to_string();
+    Command::new(env!("CARGO_BIN_EXE_bulkq"))
+        .args(["serve", "--database-url", &db.url])
+        .args(["--listen", "127.0.0.1:0", "--system-id", SYSTEM_ID])
+        .args([
+            "--exports-dir",
+            &dir("exports"),
+            "--outbox-dir",
+            &dir("outbox"),
+        ])
+        .args(["--site-root", &dir("site")])
+        .args(extra_args)
+        .env("BULKQ_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the bulkq node")
+}
+
+/// SIGKILLs the node and reaps it.
+async fn kill(node: &mut Child) {
+    node.start_kill().expect("SIGKILL the node");
+    node.wait().await.expect("reap the node");
+}
+
+async fn task(store: &Store, task_id: Uuid) -> Task {
+    store
+        .task_get(task_id)
+        .await
+        .unwrap()
+        .expect("the task exists")
+}
+
+/// Polls the task until `done` holds and returns it; fails if the task ends otherwise, the
+/// node exits, or [`PATIENCE`] runs out.
+async fn wait_for(
+    store: &Store,
+    task_id: Uuid,
+    node: &mut Child,
+    what: &str,
+    done: impl Fn(&Task) -> bool,
+) -> Task {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let task = task(store, task_id).await;
+        if done(&task) {
+            return task;
+        }
+        let status = task.workflow_status;
+        assert!(
+            !status.is_terminal(),
+            "waiting for {what}, the task ended {status}: {:?}",
+            task.workflow_status_desc
+        );
+        if let Some(exit) = node.try_wait().expect("look at the node") {
+            panic!("waiting for {what}, the node exited ({exit})");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: {status} at {}/{:?}",
+            task.progress_done,
+            task.progress_total
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The nodes' directories (exports, outbox, an empty site), removed when the test ends.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("bulkq-crash-{}", Uuid::new_v4().simple()));
+        // An empty `pkg/` keeps the node from warning, at every start, that no site is built.
+        std::fs::create_dir_all(path.join("site/pkg")).expect("create the scratch directory");
+        ScratchDir(path)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
