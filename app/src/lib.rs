@@ -66,7 +66,12 @@ pub fn App() -> impl IntoView {
                     view=QueueHealthPage
                     ssr=SsrMode::Async
                 />
-                <Route path=(StaticSegment("tasks"), ParamSegment("id")) view=TaskDetailPage />
+                // Rendered whole too, so another user's task answers 404, not a streamed 200.
+                <Route
+                    path=(StaticSegment("tasks"), ParamSegment("id"))
+                    view=TaskDetailPage
+                    ssr=SsrMode::Async
+                />
             </Routes>
         </Router>
     }

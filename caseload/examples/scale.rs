@@ -1,39 +1,42 @@
-//! Measures the caseload at scale: seeding, search latency, and the bulk actions' domain work
-//! over everyone.
+//! Measures the caseload at scale: seeding, search latency, and the bulk actions over
+//! everyone, run by the queue with the real executors.
 //!
 //! ```text
-//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export]...
+//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email]...
 //! ```
-//! With no step named, runs them all; run one step per process to see its own peak RSS.
-//! `search`, `status` and `export` expect the people to exist.
+//! With no step named, runs seed, search, status and export; run one step per process to see
+//! its own peak RSS. `search`, `status`, `export` and `email` expect the people to exist;
+//! `email` writes one `.eml` per person to a scratch outbox (deleted afterwards).
 
 use std::time::{Duration, Instant};
 
-use caseload::access::Actor;
-use caseload::actions::spec::ALL_COLUMNS;
-use caseload::export::{CsvExport, DEFAULT_ROW_CAP, ExportOptions};
-use caseload::search::{PageRequest, PersonFilter, people_after, search_people};
+use caseload::actions::spec::{EmailRequest, ExportRequest, StatusChangeRequest, TargetRequest};
+use caseload::actions::{
+    ActionRequest, ActionsConfig, BATCH_SIZE_DEFAULT, export_file, submit, task_report,
+};
+use caseload::email::{MailTransport, Mailer};
+use caseload::export::DEFAULT_ROW_CAP;
+use caseload::search::{PageRequest, PersonFilter, search_people};
 use caseload::seed::{SeedOptions, seed_people};
-use caseload::status_change::{StatusChange, change_status};
-use caseload::users::{NewStaffUser, Role, create_user, ids_with_role};
-use migration::{Migrator, MigratorTrait};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, TransactionTrait};
+use caseload::users::{NewStaffUser, Role, StaffUser, create_user, ids_with_role};
+use migration::Migrator;
+use queue::{Registry, Runtime, RuntimeConfig, Store};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend};
 use uuid::Uuid;
-
-/// People per batch of the bulk actions, as their executors checkpoint them.
-const BATCH: u64 = 1_000;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, people, steps @ ..] = args.as_slice() else {
-        return Err("usage: scale <database-url> <people> [seed|search|status|export]...".into());
+        return Err(
+            "usage: scale <database-url> <people> [seed|search|status|export|email]...".into(),
+        );
     };
     let people: u64 = people.parse()?;
     let all = steps.is_empty();
-    let wants = |step: &str| all || steps.iter().any(|s| s == step);
+    let wants = |step: &str| (all && step != "email") || steps.iter().any(|s| s == step);
+    queue::database::migrate::<Migrator>(url).await?;
     let db = queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
-    Migrator::up(&db, None).await?;
     let coaches = coaches(&db).await?;
     if wants("seed") {
         let started = Instant::now();
@@ -56,10 +59,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         search(&db, &coaches).await?;
     }
     if wants("status") {
-        status_change_everyone(&db).await?;
+        run_action(&db, "status change", |target| {
+            ActionRequest::ProgramStatusChange(StatusChangeRequest {
+                target,
+                to_status: "INACTIVE".into(),
+                reason: "scale measurement".into(),
+            })
+        })
+        .await?;
     }
     if wants("export") {
-        export_everyone(&db).await?;
+        run_action(&db, "export", |target| {
+            ActionRequest::Export(ExportRequest {
+                target,
+                ..ExportRequest::default()
+            })
+        })
+        .await?;
+    }
+    if wants("email") {
+        run_action(&db, "email", |target| {
+            ActionRequest::Email(EmailRequest {
+                target,
+                subject: "Scale measurement".into(),
+                body: "One message per person, to the development outbox.".into(),
+                cc: Vec::new(),
+            })
+        })
+        .await?;
     }
     println!("peak RSS: {} MiB", peak_rss_kib() / 1024);
     Ok(())
@@ -215,8 +242,8 @@ async fn search(
 }
 
 /// An admin to act as (a new one per run, so runs do not depend on each other).
-async fn admin(db: &DatabaseConnection) -> Result<Actor, Box<dyn std::error::Error>> {
-    let admin = create_user(
+async fn admin(db: &DatabaseConnection) -> Result<StaffUser, Box<dyn std::error::Error>> {
+    Ok(create_user(
         db,
         NewStaffUser {
             username: format!("scale-admin-{}", Uuid::now_v7().simple()),
@@ -225,70 +252,60 @@ async fn admin(db: &DatabaseConnection) -> Result<Actor, Box<dyn std::error::Err
             password: "scale-password".into(),
         },
     )
-    .await?;
-    Ok(Actor {
-        id: admin.id,
-        role: Role::Admin,
-    })
+    .await?)
 }
 
-/// Moves everyone to another status in checkpoint-sized batches, each in its own transaction,
-/// walking the whole caseload by keyset as an executor with a `{"query": {}}` target would.
-async fn status_change_everyone(db: &DatabaseConnection) -> Result<(), Box<dyn std::error::Error>> {
-    let actor = admin(db).await?;
-    let change = StatusChange {
-        to_status: "INACTIVE".into(),
-        reason: "scale measurement".into(),
-    };
-    let task_id = Uuid::now_v7();
-    let started = Instant::now();
-    let (mut after, mut changed, mut seen) = (None, 0, 0);
-    loop {
-        let batch = people_after(db, &PersonFilter::default(), &actor, after, BATCH).await?;
-        let Some(last) = batch.last() else { break };
-        after = Some(last.id);
-        let ids: Vec<Uuid> = batch.iter().map(|p| p.id).collect();
-        let txn = db.begin().await?;
-        changed += change_status(&txn, task_id, &actor, &change, &ids, chrono::Utc::now())
-            .await?
-            .changed;
-        txn.commit().await?;
-        seen += ids.len();
-    }
-    println!(
-        "status change: {seen} people visited, {changed} changed in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-/// Exports everyone, all columns, in batches with a checkpoint (flush + fsync) after each.
-async fn export_everyone(db: &DatabaseConnection) -> Result<(), Box<dyn std::error::Error>> {
-    let actor = admin(db).await?;
-    let path = std::env::temp_dir().join(format!("bulkq-scale-export-{}.csv", Uuid::now_v7()));
-    let options = ExportOptions {
-        columns: ALL_COLUMNS.to_vec(),
-        row_cap: DEFAULT_ROW_CAP,
+/// Runs one bulk action over everyone exactly as the product does: submitted (validated and
+/// enqueued), then claimed and executed by a queue runtime with the real executors, batch
+/// by batch with checkpoints. Prints the time from submission to COMPLETED and the report.
+async fn run_action(
+    db: &DatabaseConnection,
+    name: &str,
+    request: impl FnOnce(TargetRequest) -> ActionRequest,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let scratch = std::env::temp_dir().join(format!("bulkq-scale-{}", Uuid::now_v7()));
+    let store = Store::new(db.clone());
+    let mut registry = Registry::new();
+    caseload::actions::register(
+        &mut registry,
+        ActionsConfig {
+            exports_dir: scratch.join("exports"),
+            mailer: Mailer::new(
+                "scale <scale@localhost>",
+                &MailTransport::Outbox(scratch.join("outbox")),
+            )?,
+            batch_size: BATCH_SIZE_DEFAULT,
+        },
+    )?;
+    let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
+    let user = admin(db).await?;
+    let everyone = TargetRequest {
+        ids: None,
+        query: Some(PersonFilter::default()),
     };
     let started = Instant::now();
-    let mut export = CsvExport::open(&path, options, None)?;
-    let mut after = None;
-    while !export.is_full() {
-        let batch = people_after(db, &PersonFilter::default(), &actor, after, BATCH).await?;
-        let Some(last) = batch.last() else { break };
-        after = Some(last.id);
-        export.write_people(&batch)?;
-        export.checkpoint()?;
-    }
-    let progress = export.checkpoint()?;
+    let task = submit(&store, &user, request(everyone), DEFAULT_ROW_CAP)
+        .await
+        .map_err(|e| e.to_string())?;
+    let finished = loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let row = store.task_get(task.id).await?.ok_or("task vanished")?;
+        if row.workflow_status.is_terminal() {
+            break row;
+        }
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    let report = task_report(&finished).unwrap_or_default();
     println!(
-        "export: {} rows, {:.1} MB in {:.1} s ({})",
-        progress.rows,
-        progress.bytes as f64 / 1e6,
-        started.elapsed().as_secs_f64(),
-        path.display()
+        "{name}: {} in {elapsed:.1} s; {} people visited, {} changed, {} unchanged",
+        finished.workflow_status, finished.progress_done, report.changed, report.unchanged
     );
-    std::fs::remove_file(&path)?;
+    let file = export_file(&scratch.join("exports"), task.id);
+    if let Ok(meta) = std::fs::metadata(&file) {
+        println!("{name}: file of {:.1} MB", meta.len() as f64 / 1e6);
+    }
+    runtime.shutdown(Duration::from_secs(5)).await;
+    std::fs::remove_dir_all(&scratch)?;
     Ok(())
 }
 

@@ -39,7 +39,7 @@ use crate::search::people_by_ids;
 /// Sends of one recipient after which a transient failure counts as permanent.
 ///
 /// Above the task's own attempt budget (the queue's default of 5), so that when the relay
-/// keeps answering "later" it is the task that runs out first and ends in ERROR with its
+/// keeps answering "later" it is the task that runs out first and ends in FAILURE with its
 /// recipients still deferred: an admin retries it once the relay is fixed, and nobody was
 /// written off because of an outage. This cap only ends retries that go on beyond that.
 pub const MAX_SEND_ATTEMPTS: i32 = 10;

@@ -1,7 +1,9 @@
 //! Caseload search: filters, a stable sort and server-side paging, plus the keyset walk that
 //! bulk actions use to visit every person a saved query matches.
 
-use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, Query};
+use sea_orm::sea_query::{
+    Expr, ExprTrait, Func, LikeExpr, Order, Query, SelectStatement, UnionType,
+};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, IdenStatic, PaginatorTrait,
     QueryFilter, QueryOrder, QuerySelect,
@@ -35,7 +37,8 @@ const SORT_ALWAYS_MAX: u64 = 2_000;
 /// How a query finds its rows; it matters on SQLite, whose planner (with the STAT4
 /// statistics its bundled build keeps) prefers a filter's index plus a sort even where
 /// walking the sort index finds a page at once (75–115 ms instead of about 1 ms for a
-/// status that one person in ten has, at a million people). PostgreSQL's planner chooses well between the two and gets the same SQL for both.
+/// status that one person in ten has, at a million people). PostgreSQL's planner chooses
+/// well between the two and gets the same SQL for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Plan {
     /// Find the matches through the filters' own indexes (counts, small results).
@@ -45,9 +48,16 @@ enum Plan {
     WalkSortIndex,
 }
 
-/// Trigrams of a "contains" text that SQLite's index lookup requires; more narrow the
-/// candidates little further, and the LIKE checks every candidate anyway.
-const MAX_TRIGRAMS: usize = 16;
+/// The columns a name word may start; each has a covering index (`idx_person_search_*`) that
+/// holds the sort key and every column a name search tests.
+const NAME_COLUMNS: [person::Column; 3] = [
+    person::Column::FirstName,
+    person::Column::LastName,
+    person::Column::SchoolId,
+];
+
+/// The alias of the subquery of matching sort keys that pages and counts read.
+const MATCHES: &str = "matches";
 
 /// The most rows one page may hold; larger requests are rejected, not silently truncated.
 pub const MAX_PAGE_SIZE: u64 = 200;
@@ -91,6 +101,29 @@ impl PersonFilter {
             .as_deref()
             .map(str::trim)
             .filter(|t| !t.is_empty())
+    }
+
+    /// The "contains" text when it is the only criterion: SQLite then finds the matches'
+    /// sort keys in its "contains" index alone.
+    fn only_contains(&self) -> Option<&str> {
+        let alone = PersonFilter {
+            contains: self.contains.clone(),
+            ..PersonFilter::default()
+        };
+        (*self == alone).then(|| self.contains_text()).flatten()
+    }
+
+    /// The longest name word (the likeliest to narrow the search most) and the filter
+    /// without it, if a name is given: a name search starts from that word's indexes.
+    fn split_name_word(&self) -> Option<(String, PersonFilter)> {
+        let mut words: Vec<&str> = self.name.as_deref()?.split_whitespace().collect();
+        let longest = (0..words.len()).max_by_key(|&i| (words[i].len(), std::cmp::Reverse(i)))?;
+        let word = words.remove(longest).to_lowercase();
+        let rest = PersonFilter {
+            name: (!words.is_empty()).then(|| words.join(" ")),
+            ..self.clone()
+        };
+        Some((word, rest))
     }
 
     /// Whether a text criterion (name, email, contains) or the watch list narrows the search:
@@ -166,35 +199,20 @@ pub async fn search_people<C: ConnectionTrait>(
         )));
     }
     let backend = db.get_database_backend();
-    let counted = count_up_to(
-        db,
-        condition(backend, filter, Plan::UseFilterIndexes)?,
-        COUNT_CAP + 1,
-    )
-    .await?;
+    let counted = count_matches(db, backend, filter).await?;
     // Which plan is fast depends on how many match. Walking the name index and filtering
     // finds a page at once when matches are spread through the alphabet, but a text filter's
     // matches can sit in one stretch of it ("O'Brien"), which no planner can know; and a
     // handful of matches are found fastest through their own index whatever they are. Then
-    // the matches are collected and sorted; sorting by an expression (`last_name || ''`)
-    // keeps the planner off the name index.
+    // the matches' sort keys are collected and sorted.
     let sort_after_filter =
         counted <= SORT_ALWAYS_MAX || (filter.has_text() && counted <= SORT_AFTER_FILTER_MAX);
-    let query = if sort_after_filter {
-        person::Entity::find()
-            .filter(condition(backend, filter, Plan::UseFilterIndexes)?)
-            .order_by_asc(Expr::cust("person.last_name || ''"))
-    } else {
-        person::Entity::find()
-            .filter(condition(backend, filter, Plan::WalkSortIndex)?)
-            .order_by_asc(person::Column::LastName)
+    let plan = match sort_after_filter {
+        true => Plan::UseFilterIndexes,
+        false => Plan::WalkSortIndex,
     };
-    let people = query
-        .order_by_asc(person::Column::FirstName)
-        .order_by_asc(person::Column::Id)
-        .offset(page.page.saturating_mul(page.page_size))
-        .limit(page.page_size)
-        .all(db)
+    let ids = page_ids(db, match_keys(backend, filter, plan)?, plan, page).await?;
+    let people = people_in_order(db, &ids)
         .await?
         .into_iter()
         .map(PersonSummary::from)
@@ -292,28 +310,130 @@ async fn count_matching<C: ConnectionTrait>(
     Ok(person::Entity::find().filter(condition).count(db).await?)
 }
 
-/// Counts the matches, stopping at `limit` (SeaORM's own count drops the LIMIT).
-async fn count_up_to<C: ConnectionTrait>(
+/// How many people match `filter`, stopping at [`COUNT_CAP`] + 1: the matches' sort keys
+/// are counted, from indexes alone where [`match_keys`] can.
+async fn count_matches<C: ConnectionTrait>(
     db: &C,
-    condition: Condition,
-    limit: u64,
+    backend: DbBackend,
+    filter: &PersonFilter,
 ) -> Result<u64, CaseloadError> {
     let matches = Query::select()
         .expr(Expr::val(1))
-        .from(person::Entity)
-        .cond_where(condition)
-        .limit(limit)
+        .from_subquery(
+            match_keys(backend, filter, Plan::UseFilterIndexes)?,
+            MATCHES,
+        )
+        .limit(COUNT_CAP + 1)
         .to_owned();
     let count = Query::select()
         .expr(Expr::cust("COUNT(*)"))
-        .from_subquery(matches, "matches")
+        .from_subquery(matches, "counted")
         .to_owned();
-    let row = db.query_one(&count).await?;
-    let counted: i64 = match row {
+    let counted: i64 = match db.query_one(&count).await? {
         Some(row) => row.try_get_by_index(0)?,
         None => 0,
     };
     Ok(u64::try_from(counted).unwrap_or_default())
+}
+
+/// The sort key (`last_name, first_name, id`) of every person matching `filter`.
+///
+/// Looking the matches up, no `person` row is read where an index holds the keys:
+/// - a name search is the UNION of one SELECT per column its longest word may start, each
+///   served by that column's covering index (which also holds what the other words test):
+///   a page of 26,444 "Ada"s takes 20 ms instead of 190 ms from the table. The OR of the
+///   three columns in one SELECT would visit the table for every match on both backends;
+/// - a "contains" search alone, on SQLite, reads `person_contains`, whose phrase query
+///   matches exactly the LIKE's rows and which stores each person's sort key (38,000
+///   O'Briens: a page in 49 ms instead of 72 through `person`).
+fn match_keys(
+    backend: DbBackend,
+    filter: &PersonFilter,
+    plan: Plan,
+) -> Result<SelectStatement, CaseloadError> {
+    filter.validate()?;
+    let sort_key = [
+        person::Column::LastName,
+        person::Column::FirstName,
+        person::Column::Id,
+    ];
+    let keys = |condition: Condition| {
+        Query::select()
+            .columns(sort_key)
+            .from(person::Entity)
+            .cond_where(condition)
+            .to_owned()
+    };
+    if plan == Plan::WalkSortIndex {
+        return Ok(keys(condition(backend, filter, plan)?));
+    }
+    if let (DbBackend::Sqlite, Some(text)) = (backend, filter.only_contains()) {
+        return Ok(Query::select()
+            .columns(sort_key)
+            .from("person_contains")
+            .and_where(Expr::cust_with_values(
+                "person_contains MATCH ?",
+                [phrase_query(&text.to_lowercase())],
+            ))
+            .to_owned());
+    }
+    let Some((word, rest)) = filter.split_name_word() else {
+        return Ok(keys(condition(backend, filter, plan)?));
+    };
+    let rest = condition(backend, &rest, plan)?;
+    let mut branches = NAME_COLUMNS
+        .into_iter()
+        .map(|column| keys(rest.clone().add(starts_with(backend, false, column, &word))));
+    let mut union = branches.next().expect("NAME_COLUMNS is not empty");
+    for branch in branches {
+        union.union(UnionType::Distinct, branch);
+    }
+    Ok(union)
+}
+
+/// The ids of one page of `keys`, in page order.
+///
+/// Only the sort keys are sorted and skipped, and only the page's rows are then read
+/// ([`people_in_order`]): an offset of 50,000 skips index entries, not table rows. Looking
+/// the matches up, the sort is by an expression (`last_name || ''`), which keeps the
+/// planner off the name index (see `search_people`).
+async fn page_ids<C: ConnectionTrait>(
+    db: &C,
+    keys: SelectStatement,
+    plan: Plan,
+    page: PageRequest,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let last_name = match plan {
+        Plan::UseFilterIndexes => Expr::cust(format!("{MATCHES}.last_name || ''")),
+        Plan::WalkSortIndex => Expr::col((MATCHES, person::Column::LastName)),
+    };
+    let query = Query::select()
+        .column((MATCHES, person::Column::Id))
+        .from_subquery(keys, MATCHES)
+        .order_by_expr(last_name, Order::Asc)
+        .order_by((MATCHES, person::Column::FirstName), Order::Asc)
+        .order_by((MATCHES, person::Column::Id), Order::Asc)
+        .limit(page.page_size)
+        .offset(page.page.saturating_mul(page.page_size))
+        .to_owned();
+    let rows = db.query_all(&query).await?;
+    Ok(rows
+        .iter()
+        .map(|row| row.try_get_by_index(0))
+        .collect::<Result<_, _>>()?)
+}
+
+/// The people with these ids, in the order of `ids` (one page: at most [`MAX_PAGE_SIZE`]).
+async fn people_in_order<C: ConnectionTrait>(
+    db: &C,
+    ids: &[Uuid],
+) -> Result<Vec<person::Model>, CaseloadError> {
+    let mut people = person::Entity::find()
+        .filter(person::Column::Id.is_in(ids.iter().copied()))
+        .all(db)
+        .await?;
+    people.sort_by_key(|person| ids.iter().position(|id| *id == person.id));
+    Ok(people)
 }
 
 /// The SQL condition for a filter.
@@ -384,35 +504,27 @@ fn condition(
 ///
 /// The LIKE is exact on both backends; on PostgreSQL the pg_trgm index serves it directly.
 /// SQLite has no index for a LIKE with a leading wildcard, so there the FTS5 trigram table
-/// (`person_contains`, same text, keyed by rowid) first narrows the rows down. Trigram
-/// matching is a superset of LIKE's, and the LIKE removes the rest.
+/// (`person_contains`, same text, keyed by rowid) first narrows the rows down to those
+/// containing the phrase, and the LIKE rechecks them.
 fn contains(backend: DbBackend, walk: bool, text: &str) -> Condition {
     let pattern = LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\');
     let like = Condition::all().add(Expr::cust(CONTAINS_EXPRESSION).like(pattern));
     match backend {
         DbBackend::Sqlite if !walk => like.add(Expr::cust_with_values(
             "person.rowid IN (SELECT rowid FROM person_contains WHERE person_contains MATCH ?)",
-            [trigram_query(text)],
+            [phrase_query(text)],
         )),
         _ => like,
     }
 }
 
-/// An FTS5 query requiring every trigram of `text` (at most [`MAX_TRIGRAMS`] of them).
+/// An FTS5 query for `text` as one phrase (quoted, quotes doubled).
 ///
-/// The table keeps no positions (`detail='none'`, a third of the size), so it cannot answer
-/// a phrase; all trigrams present is a superset of "contains", which the LIKE then narrows.
-fn trigram_query(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut trigrams: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
-    trigrams.sort();
-    trigrams.dedup();
-    trigrams
-        .iter()
-        .take(MAX_TRIGRAMS)
-        .map(|trigram| format!("\"{}\"", trigram.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(" AND ")
+/// The table's trigram tokenizer keeps positions and case (`detail='full'`,
+/// `case_sensitive 1`, over text already lowercased like the LIKE's), so the phrase matches
+/// exactly the rows whose text contains `text`: the same rows as the LIKE.
+fn phrase_query(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
 }
 
 /// `lower(column)` starts with `prefix` (already lowercase).
@@ -457,12 +569,30 @@ fn escape_like(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_like, trigram_query};
+    use super::{PersonFilter, escape_like, phrase_query};
 
     #[test]
-    fn trigram_queries_quote_each_distinct_trigram() {
-        assert_eq!(trigram_query("abcab"), r#""abc" AND "bca" AND "cab""#);
-        assert_eq!(trigram_query("a\"b"), r#""a""b""#);
+    fn phrase_queries_quote_the_whole_text() {
+        assert_eq!(phrase_query("o'brien x"), r#""o'brien x""#);
+        assert_eq!(phrase_query("a\"b"), r#""a""b""#);
+    }
+
+    #[test]
+    fn name_searches_start_from_their_longest_word() {
+        let filter = PersonFilter {
+            name: Some("Ada  NGUY lo".into()),
+            program_status: Some("ACTIVE".into()),
+            ..PersonFilter::default()
+        };
+        let (word, rest) = filter.split_name_word().unwrap();
+        assert_eq!(word, "nguy");
+        assert_eq!(rest.name.as_deref(), Some("Ada lo"));
+        assert_eq!(rest.program_status.as_deref(), Some("ACTIVE"));
+        let one = PersonFilter {
+            name: Some("ada".into()),
+            ..PersonFilter::default()
+        };
+        assert_eq!(one.split_name_word().unwrap().1, PersonFilter::default());
     }
 
     #[test]

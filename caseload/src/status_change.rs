@@ -35,13 +35,20 @@ impl StatusChange {
     /// Checks the change before any person is touched: the status must exist and the reason
     /// must be given.
     pub async fn validate<C: ConnectionTrait>(&self, db: &C) -> Result<(), CaseloadError> {
+        crate::error::first_problem(self.problems())?;
+        require_status(db, &self.to_status).await
+    }
+
+    /// What is wrong with the change short of the database's say (the reason), by field.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
         let reason = self.reason.trim();
         if reason.is_empty() || reason.chars().count() > MAX_REASON_LEN {
-            return Err(CaseloadError::Invalid(format!(
-                "a reason must have 1 to {MAX_REASON_LEN} characters"
-            )));
+            return vec![(
+                "reason",
+                format!("a reason must have 1 to {MAX_REASON_LEN} characters"),
+            )];
         }
-        require_status(db, &self.to_status).await
+        Vec::new()
     }
 }
 

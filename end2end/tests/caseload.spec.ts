@@ -1,7 +1,7 @@
 import { expect, test } from '@playwright/test';
-import { hydrated, signIn, users } from './helpers';
+import { hydrated, screenshot, signIn, users } from './helpers';
 
-test('anonymous visitors are sent to sign in, and bad credentials are refused', async ({ page }) => {
+test('anonymous visitors are sent to sign in, and bad credentials are refused', async ({ page }, testInfo) => {
   await page.goto('/');
   await expect(page).toHaveURL(/\/login$/);
   await hydrated(page);
@@ -9,6 +9,7 @@ test('anonymous visitors are sent to sign in, and bad credentials are refused', 
   await page.getByLabel('Password').fill('not-the-password');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await expect(page.getByRole('alert')).toHaveText('Wrong username or password.');
+  await screenshot(page, testInfo, 'sign-in: wrong password');
   await expect(page).toHaveURL(/\/login$/);
 });
 
@@ -16,7 +17,7 @@ test('staff sign in, search the caseload, page through it and sign out', async (
   await signIn(page, users.staff);
   await expect(page.getByTestId('result-summary')).toHaveText('1–50 of 500 people');
   await expect(page.locator('table.caseload tbody tr')).toHaveCount(50);
-  await testInfo.attach('caseload', { body: await page.screenshot({ fullPage: true }), contentType: 'image/png' });
+  await screenshot(page, testInfo, 'caseload');
 
   // Search by a last name the seeded data uses; every row must match it.
   await page.getByLabel('Name or school id').fill('Nguyen');
@@ -24,7 +25,7 @@ test('staff sign in, search the caseload, page through it and sign out', async (
   await expect(page).toHaveURL(/q=Nguyen/);
   const summary = page.getByTestId('result-summary');
   await expect(summary).toContainText('people');
-  const names = page.locator('table.caseload tbody tr td:first-child');
+  const names = page.locator('table.caseload tbody td.name');
   const count = await names.count();
   expect(count).toBeGreaterThan(0);
   for (const name of await names.allTextContents()) {

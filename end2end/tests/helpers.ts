@@ -1,9 +1,13 @@
-import { expect, Page } from '@playwright/test';
+import { Browser, BrowserContext, BrowserContextOptions, expect, Locator, Page, TestInfo } from '@playwright/test';
 
-/** Credentials of the users scripts/e2e.sh created for this run. */
+type User = { username: string; password: string; name: string };
+
+/** Credentials of the users scripts/e2e.sh created for this run. e2e-staff coaches most of
+ * the seeded people (and may act on all of them); e2e-other coaches nobody. */
 export const users = {
   staff: { username: 'e2e-staff', password: process.env.E2E_STAFF_PASSWORD ?? '', name: 'Erin Staff' },
   admin: { username: 'e2e-admin', password: process.env.E2E_ADMIN_PASSWORD ?? '', name: 'Ari Admin' },
+  other: { username: 'e2e-other', password: process.env.E2E_OTHER_PASSWORD ?? '', name: 'Olu Other' },
 };
 
 /** Waits until the WASM has hydrated the page, so clicks reach the app. */
@@ -12,7 +16,7 @@ export async function hydrated(page: Page) {
 }
 
 /** Signs in through the sign-in form and waits for the caseload. */
-export async function signIn(page: Page, user: { username: string; password: string; name: string }) {
+export async function signIn(page: Page, user: User) {
   await page.goto('/login');
   await hydrated(page);
   await page.getByLabel('Username').fill(user.username);
@@ -21,4 +25,102 @@ export async function signIn(page: Page, user: { username: string; password: str
   await expect(page.getByRole('heading', { name: 'Caseload' })).toBeVisible();
   await expect(page.getByTestId('user-name')).toContainText(user.name);
   await hydrated(page);
+}
+
+type SessionState = Awaited<ReturnType<BrowserContext['storageState']>>;
+const sessions = new Map<string, SessionState>();
+
+/**
+ * A page signed in as `user`, in a browser context of its own (`options` apply to it).
+ * Sign-in attempts are rate-limited per username (a burst of 5), so the first call per user
+ * signs in through the form and later calls reuse that session. Never sign out of a page
+ * from here: that would end the session the other tests share; use `signIn` for that.
+ */
+export async function pageAs(browser: Browser, user: User, options: BrowserContextOptions = {}): Promise<Page> {
+  const saved = sessions.get(user.username);
+  const context = await browser.newContext({ ...options, storageState: saved });
+  const page = await context.newPage();
+  if (saved) {
+    await page.goto('/');
+    await expect(page.getByTestId('user-name')).toContainText(user.name);
+    await hydrated(page);
+  } else {
+    await signIn(page, user);
+    sessions.set(user.username, await context.storageState());
+  }
+  return page;
+}
+
+/** Signs out with the top bar's button and checks that the pages are closed again. */
+export async function signOut(page: Page) {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page).toHaveURL(/\/login$/);
+  await page.goto('/tasks');
+  await expect(page).toHaveURL(/\/login$/);
+}
+
+/** Attaches a full-page screenshot to the test report. */
+export async function screenshot(page: Page, testInfo: TestInfo, name: string) {
+  await testInfo.attach(name, { body: await page.screenshot({ fullPage: true }), contentType: 'image/png' });
+}
+
+/** Opens a caseload search (the URL the search form builds) and waits for its results. */
+export async function search(
+  page: Page,
+  filters: { q?: string; status?: string; mine?: boolean; watched?: boolean },
+) {
+  const params = new URLSearchParams({ q: filters.q ?? '', status: filters.status ?? '' });
+  if (filters.mine) params.set('mine', 'true');
+  if (filters.watched) params.set('watched', 'true');
+  await page.goto(`/?${params}`);
+  await expect(page.getByTestId('result-summary')).toBeVisible();
+  await hydrated(page);
+}
+
+/** The rows of the caseload table. */
+export function resultRows(page: Page): Locator {
+  return page.locator('table.caseload tbody tr');
+}
+
+/** Ticks the first `n` rows that have an email address; returns their school ids. */
+export async function selectPeopleWithEmail(page: Page, n: number): Promise<string[]> {
+  const rows = resultRows(page).filter({ has: page.locator('td:nth-child(4)', { hasText: '@' }) });
+  expect(await rows.count()).toBeGreaterThanOrEqual(n);
+  const chosen: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const row = rows.nth(i);
+    chosen.push((await row.getAttribute('data-school-id')) ?? '');
+    await row.getByRole('checkbox').check();
+  }
+  return chosen;
+}
+
+/** Continues from a bulk-action form to its confirmation, expecting `question`. */
+export async function continueTo(page: Page, question: string) {
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await expect(page.getByTestId('bulk-question')).toHaveText(question);
+}
+
+/** Confirms the action on screen and returns the id of the task it became. */
+export async function confirmAndGetTask(page: Page, submitted: string): Promise<string> {
+  await page.getByRole('button', { name: 'Confirm' }).click();
+  const result = page.getByTestId('bulk-submitted');
+  await expect(result).toContainText(submitted);
+  const href = await result.getByRole('link', { name: 'View the task' }).getAttribute('href');
+  const id = href?.match(/^\/tasks\/([0-9a-f-]{36})$/)?.[1];
+  expect(id, `task link ${href}`).toBeTruthy();
+  return id!;
+}
+
+/** A task's row on "My tasks". */
+export function taskItem(page: Page, taskId: string): Locator {
+  return page.locator(`li.task[data-task-id="${taskId}"]`);
+}
+
+/** A count of the task page's "Result so far", by its label. */
+export function reportCount(page: Page, label: string): Locator {
+  return page
+    .getByTestId('report')
+    .locator('dt', { hasText: new RegExp(`^${label}$`) })
+    .locator('xpath=following-sibling::dd[1]');
 }

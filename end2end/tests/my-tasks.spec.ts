@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { hydrated, signIn, users } from './helpers';
+import { hydrated, screenshot, signIn, users } from './helpers';
 
 test('my tasks is reachable from the top bar and says when there is nothing yet', async ({ page }, testInfo) => {
   await signIn(page, users.admin);
@@ -8,7 +8,7 @@ test('my tasks is reachable from the top bar and says when there is nothing yet'
   await expect(page.getByRole('heading', { name: 'My tasks' })).toBeVisible();
   await expect(page.getByTestId('tasks-empty')).toContainText('You have no tasks yet');
   await hydrated(page);
-  await testInfo.attach('my-tasks', { body: await page.screenshot({ fullPage: true }), contentType: 'image/png' });
+  await screenshot(page, testInfo, 'my-tasks');
   // Anonymous visitors cannot see it.
   await page.context().clearCookies();
   await page.goto('/tasks');

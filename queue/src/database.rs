@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
+use sea_orm_migration::MigratorTrait;
 
 /// Connections in a pool unless the caller asks otherwise. SQLite has one writer at a time
 /// whatever the pool size; extra connections only serve concurrent readers (dashboards).
@@ -34,4 +35,18 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 .foreign_keys(true)
         });
     Database::connect(options).await
+}
+
+/// Applies `M`'s pending migrations over a connection of their own, closed before this
+/// returns; open the serving pool afterwards.
+///
+/// A migration that drops and re-creates a SQLite virtual table (the FTS5 search table)
+/// leaves any pooled connection opened before it with the old table's definition: searches
+/// on such a connection fail ("phrase queries are not supported") until it is recycled. So
+/// no connection that outlives the migrations may exist while they run.
+pub async fn migrate<M: MigratorTrait>(url: &str) -> Result<(), DbErr> {
+    let db = connect(url, 1).await?;
+    let applied = M::up(&db, None).await;
+    db.close().await?;
+    applied
 }

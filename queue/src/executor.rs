@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::error::TaskError;
+use crate::periodic::PeriodicJob;
 use crate::runtime::inflight::{CancelReason, RunningTask};
 use crate::state::RetryPolicy;
 use crate::store::claim::Checkpoint;
@@ -56,10 +57,11 @@ pub(crate) struct Registered {
     pub config: ComponentConfig,
 }
 
-/// Executors by component name.
+/// Executors by component name, and the periodic jobs this node takes part in.
 #[derive(Clone, Default)]
 pub struct Registry {
     executors: HashMap<String, Registered>,
+    periodic: Vec<PeriodicJob>,
 }
 
 impl Registry {
@@ -100,6 +102,17 @@ impl Registry {
 
     pub(crate) fn get(&self, component: &str) -> Option<&Registered> {
         self.executors.get(component)
+    }
+
+    /// Adds a periodic job; every node of a cluster should register the same jobs (each due
+    /// time runs on one of them).
+    pub fn register_periodic(&mut self, job: PeriodicJob) -> &mut Self {
+        self.periodic.push(job);
+        self
+    }
+
+    pub(crate) fn periodic_jobs(&self) -> &[PeriodicJob] {
+        &self.periodic
     }
 }
 

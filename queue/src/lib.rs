@@ -66,7 +66,8 @@
 //! - [`store`]: [`Store`], the only place SQL lives.
 //! - [`executor`]: [`TaskExecutor`], [`Registry`], [`TaskContext`].
 //! - [`runtime`]: [`Runtime`] and its services (producer, workers, completer, heartbeat,
-//!   rescuer, pruner, LISTEN relay).
+//!   periodic jobs (among them the rescuer and the pruner), LISTEN relay).
+//! - [`periodic`]: periodic jobs, run on one node per due time across a cluster.
 //! - [`schema`]: the migrations, for the host application's migrator.
 //! - [`clock`]: time as a dependency, for deterministic tests.
 //! - [`database`]: opening a connection with the settings the queue relies on.
@@ -77,6 +78,7 @@ pub mod clock;
 pub mod database;
 pub mod error;
 pub mod executor;
+pub mod periodic;
 pub mod runtime;
 pub mod schema;
 pub mod state;
@@ -89,9 +91,11 @@ pub mod testing;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{QueueError, TaskError};
 pub use executor::{BatchFuture, ComponentConfig, Registry, TaskContext, TaskExecutor};
+pub use periodic::{PeriodicContext, PeriodicJob, PeriodicJobStatus, PeriodicTask, Schedule};
 pub use runtime::{Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport};
 pub use state::{AttemptInfo, AttemptOutcome, RetryPolicy, TaskStatus, Transition, after_attempt};
 pub use store::claim::Checkpoint;
+pub use store::lock::{LockGrant, SchedulerLock};
 pub use store::transition::Finish;
 pub use store::{
     NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams, WriteTransaction,

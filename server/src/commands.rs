@@ -9,7 +9,7 @@ use caseload::actions::ActionsConfig;
 use caseload::email::{MailTransport, Mailer};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
-use migration::{Migrator, MigratorTrait};
+use migration::Migrator;
 use queue::{Registry, Runtime, RuntimeConfig, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
@@ -28,12 +28,13 @@ pub async fn open_database(database_url: &str) -> anyhow::Result<DatabaseConnect
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the database directory {}", dir.display()))?;
     }
+    // Migrations first, on their own connection (see `queue::database::migrate`).
+    queue::database::migrate::<Migrator>(database_url)
+        .await
+        .with_context(|| format!("migrating the database {}", redact(database_url)))?;
     let db = queue::database::connect(database_url, queue::database::DEFAULT_MAX_CONNECTIONS)
         .await
         .with_context(|| format!("opening the database {}", redact(database_url)))?;
-    Migrator::up(&db, None)
-        .await
-        .context("applying database migrations")?;
     Ok(db)
 }
 

@@ -41,8 +41,40 @@ pub struct ActionCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeRow {
     pub node_id: String,
+    pub host: String,
+    pub pid: Option<i32>,
+    pub version: String,
     pub started: String,
     pub seconds_since_heartbeat: i64,
+    pub worker_slots: i32,
+    pub tasks_running: i32,
+    /// RFC 3339 time of a clean shutdown, or empty while it runs.
+    pub stopped: String,
+}
+
+/// A periodic job of the cluster and its last run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeriodicJobRow {
+    pub name: String,
+    pub schedule: String,
+    /// RFC 3339, or empty when not scheduled yet.
+    pub next_run: String,
+    /// RFC 3339 start of the last run, or empty before the first.
+    pub last_run: String,
+    /// `ok`, `failed: …`, `skipped: …`, or empty while running / before the first run.
+    pub last_result: String,
+    pub last_node: String,
+}
+
+/// A scheduler lock held right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldLock {
+    pub name: String,
+    pub locked_by: String,
+    /// RFC 3339.
+    pub locked_at: String,
+    /// RFC 3339.
+    pub lock_until: String,
 }
 
 /// A running task that looks stuck.
@@ -66,6 +98,8 @@ pub struct QueueHealth {
     /// How long the longest-waiting due task has waited, in seconds.
     pub oldest_wait_seconds: Option<i64>,
     pub nodes: Vec<NodeRow>,
+    pub periodic_jobs: Vec<PeriodicJobRow>,
+    pub locks: Vec<HeldLock>,
     /// FAILURE and ERROR tasks (of `action`, if given), newest first.
     pub problems: Vec<TaskRow>,
     pub problem_total: u64,
@@ -152,6 +186,10 @@ mod ssr_impl {
         }
     }
 
+    fn rfc3339(time: Option<chrono::DateTime<chrono::Utc>>) -> String {
+        time.map(|t| t.to_rfc3339()).unwrap_or_default()
+    }
+
     pub async fn health(action: String) -> Result<QueueHealth, AppError> {
         require_admin().await?;
         let store = state()?.store;
@@ -216,7 +254,39 @@ mod ssr_impl {
                 .map(|node| NodeRow {
                     seconds_since_heartbeat: (now - node.heartbeat_date).num_seconds().max(0),
                     started: node.started_date.to_rfc3339(),
+                    stopped: rfc3339(node.stopped_date),
+                    host: node.host.unwrap_or_default(),
+                    pid: node.pid,
+                    version: node.version.unwrap_or_default(),
+                    worker_slots: node.worker_slots,
+                    tasks_running: node.tasks_running,
                     node_id: node.node_id,
+                })
+                .collect(),
+            periodic_jobs: store
+                .periodic_list()
+                .await
+                .map_err(internal)?
+                .into_iter()
+                .map(|job| PeriodicJobRow {
+                    next_run: rfc3339(job.next_run_at),
+                    last_run: rfc3339(job.last_started_at),
+                    last_result: job.last_result.unwrap_or_default(),
+                    last_node: job.last_node.unwrap_or_default(),
+                    name: job.name,
+                    schedule: job.schedule,
+                })
+                .collect(),
+            locks: store
+                .lock_list_held()
+                .await
+                .map_err(internal)?
+                .into_iter()
+                .map(|lock| HeldLock {
+                    locked_at: lock.locked_at.to_rfc3339(),
+                    lock_until: lock.lock_until.to_rfc3339(),
+                    name: lock.name,
+                    locked_by: lock.locked_by,
                 })
                 .collect(),
             problem_total: store.task_count(&filter).await.map_err(internal)?,

@@ -1,4 +1,5 @@
-//! Caseload search for the dashboard.
+//! Caseload search for the dashboard; bulk actions over a search reuse its filter
+//! ([`crate::api::bulk`]).
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,13 @@ pub struct CaseloadQuery {
     pub q: String,
     /// A program status code; empty for any.
     pub status: String,
+    /// Only people the signed-in user coaches ("My caseload"). Absent means false, as an
+    /// unticked checkbox sends nothing.
+    #[serde(default)]
+    pub mine: bool,
+    /// Only people the signed-in user watches.
+    #[serde(default)]
+    pub watched: bool,
     /// Zero-based page number.
     pub page: u64,
 }
@@ -70,8 +78,9 @@ pub async fn list_program_statuses() -> Result<Vec<ProgramStatusOption>, AppErro
 }
 
 #[cfg(feature = "ssr")]
-mod ssr_impl {
+pub(crate) mod ssr_impl {
     use caseload::search::{PageRequest, PersonFilter};
+    use caseload::users::StaffUser;
 
     use super::*;
     use crate::api::ssr::{db, require_user};
@@ -79,18 +88,28 @@ mod ssr_impl {
     /// Longest search text accepted; anything longer is not a name.
     const MAX_QUERY_LEN: usize = 200;
 
-    pub async fn search(query: CaseloadQuery) -> Result<CaseloadPage, AppError> {
-        require_user().await?;
+    /// The people a search selects, for `user` (whose id "mine" and "watched" refer to).
+    pub fn person_filter(
+        query: &CaseloadQuery,
+        user: &StaffUser,
+    ) -> Result<PersonFilter, AppError> {
         if query.q.len() > MAX_QUERY_LEN {
             return Err(AppError::Invalid(format!(
                 "The search text may have at most {MAX_QUERY_LEN} characters."
             )));
         }
-        let filter = PersonFilter {
+        Ok(PersonFilter {
             name: Some(query.q.trim().to_owned()).filter(|q| !q.is_empty()),
-            program_status: Some(query.status).filter(|s| !s.is_empty()),
+            program_status: Some(query.status.clone()).filter(|s| !s.is_empty()),
+            coach_id: query.mine.then_some(user.id),
+            watched_by: query.watched.then_some(user.id),
             ..PersonFilter::default()
-        };
+        })
+    }
+
+    pub async fn search(query: CaseloadQuery) -> Result<CaseloadPage, AppError> {
+        let user = require_user().await?;
+        let filter = person_filter(&query, &user)?;
         let page = caseload::search::search_people(
             &db()?,
             &filter,

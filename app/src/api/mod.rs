@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod bulk;
 pub mod caseload;
 #[cfg(feature = "ssr")]
 pub mod login_throttle;

@@ -40,16 +40,29 @@ pub struct TaskUpdate {
     pub progress_total: Option<i64>,
 }
 
+/// The bulk actions' component names (`caseload::actions::EXPORT` etc., which the browser
+/// build cannot reach).
+pub const EXPORT_ACTION: &str = "caseload.export";
+pub const STATUS_CHANGE_ACTION: &str = "caseload.program_status_change";
+pub const WATCH_ACTION: &str = "caseload.watch";
+pub const UNWATCH_ACTION: &str = "caseload.unwatch";
+pub const EMAIL_ACTION: &str = "caseload.email";
+
 /// The name people see for an action.
 pub fn action_label(component: &str) -> &str {
     match component {
-        "caseload.export" => "Export",
-        "caseload.program_status_change" => "Change status",
-        "caseload.watch" => "Watch",
-        "caseload.unwatch" => "Unwatch",
-        "caseload.email" => "Email",
+        EXPORT_ACTION => "Export",
+        STATUS_CHANGE_ACTION => "Change status",
+        WATCH_ACTION => "Watch",
+        UNWATCH_ACTION => "Unwatch",
+        EMAIL_ACTION => "Email",
         other => other,
     }
+}
+
+/// Whether a status is final: the task will not run again unless an admin retries it.
+pub fn is_finished(status: &str) -> bool {
+    matches!(status, "COMPLETED" | "FAILURE" | "ERROR" | "ABANDONED")
 }
 
 /// The signed-in user's tasks, newest first, one page at a time (from 0).
@@ -93,7 +106,13 @@ pub(crate) mod ssr_impl {
             _ => return Err(AppError::NotFound("Task".into())),
         };
         let history = store.task_history(id).await.map_err(internal)?;
+        let download = (task.owner_id == user.id
+            && task.execution_component_name == EXPORT_ACTION
+            && task.workflow_status == queue::TaskStatus::Completed)
+            .then(|| crate::api::bulk::export_file_href(id));
         Ok(TaskDetail {
+            report: caseload::actions::task_report(&task).map(TaskReport::from),
+            download,
             attempt: task.attempt,
             max_attempts: task.max_attempts,
             run_at: task.run_at.to_rfc3339(),
@@ -191,6 +210,46 @@ pub struct HistoryEntry {
     pub message: Option<String>,
 }
 
+/// What a bulk action has done so far, from its checkpoint. Which counts apply depends on
+/// the action (see `caseload::actions::ActionReport`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskReport {
+    /// Changed, newly (un)watched, exported or sent.
+    pub changed: u64,
+    /// Already as wanted, or done by an earlier attempt.
+    pub unchanged: u64,
+    /// Named, but outside the people the user may act on.
+    pub forbidden: u64,
+    /// Named, but no such person.
+    pub unknown: u64,
+    /// Email: people without an address.
+    pub without_address: u64,
+    /// Email: waiting for another try.
+    pub deferred: u64,
+    /// Email: bounced, or interrupted mid-send and deliberately not repeated.
+    pub failed: u64,
+    /// A few of the forbidden and unknown ids, to look up.
+    pub forbidden_sample: Vec<Uuid>,
+    pub unknown_sample: Vec<Uuid>,
+}
+
+#[cfg(feature = "ssr")]
+impl From<caseload::actions::ActionReport> for TaskReport {
+    fn from(report: caseload::actions::ActionReport) -> Self {
+        TaskReport {
+            changed: report.changed,
+            unchanged: report.unchanged,
+            forbidden: report.forbidden,
+            unknown: report.unknown,
+            without_address: report.without_address,
+            deferred: report.deferred,
+            failed: report.failed,
+            forbidden_sample: report.forbidden_sample,
+            unknown_sample: report.unknown_sample,
+        }
+    }
+}
+
 /// Everything the task detail page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskDetail {
@@ -207,6 +266,10 @@ pub struct TaskDetail {
     pub history: Vec<HistoryEntry>,
     /// Whether the viewer may retry or abandon tasks (admins).
     pub can_repair: bool,
+    /// What the action has done so far; `None` before its first batch.
+    pub report: Option<TaskReport>,
+    /// The file of a completed export, for its owner.
+    pub download: Option<String>,
 }
 
 impl TaskDetail {
@@ -292,5 +355,29 @@ mod detail_impl {
                 [("request".to_owned(), "none".to_owned())]
             );
         }
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    #[test]
+    fn the_browser_knows_the_action_names() {
+        use caseload::actions as names;
+        assert_eq!(
+            [
+                super::EXPORT_ACTION,
+                super::STATUS_CHANGE_ACTION,
+                super::WATCH_ACTION,
+                super::UNWATCH_ACTION,
+                super::EMAIL_ACTION,
+            ],
+            [
+                names::EXPORT,
+                names::PROGRAM_STATUS_CHANGE,
+                names::WATCH,
+                names::UNWATCH,
+                names::EMAIL
+            ]
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! "My tasks": the signed-in user's tasks, newest first, kept current by the server's live
-//! task stream: statuses and progress bars move without a reload.
+//! task stream: statuses and progress bars move without a reload, and a finished export
+//! offers its file.
 
 use std::collections::HashMap;
 
@@ -7,7 +8,10 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
-use crate::api::tasks::{TaskRow, TaskUpdate, action_label, list_my_tasks};
+use crate::api::bulk::export_file_href;
+use crate::api::tasks::{
+    EXPORT_ACTION, TaskRow, TaskUpdate, action_label, is_finished, list_my_tasks,
+};
 use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
 use crate::format;
@@ -16,8 +20,9 @@ use crate::live::{LiveMessage, use_task_stream};
 /// Renders the user's tasks with live status and progress.
 #[component]
 pub fn MyTasksPage() -> impl IntoView {
-    // Bumped to fetch the list again: a task appeared that the page has not seen, or the
-    // stream (re)connected and may have missed changes.
+    // Bumped to fetch the list again: a task appeared that the page has not seen, one
+    // finished (the list has its finishing time), or the stream (re)connected and may have
+    // missed changes.
     let reload = RwSignal::new(0u64);
     let tasks = Resource::new(move || reload.get(), |_| list_my_tasks(0));
     let live: RwSignal<HashMap<Uuid, TaskUpdate>> = RwSignal::new(HashMap::new());
@@ -28,7 +33,7 @@ pub fn MyTasksPage() -> impl IntoView {
                 .get_untracked()
                 .and_then(Result::ok)
                 .is_some_and(|page| page.tasks.iter().any(|t| t.id == update.task_id));
-            if known {
+            if known && !is_finished(&update.status) {
                 live.update(|live| {
                     live.insert(update.task_id, update);
                 });
@@ -81,8 +86,8 @@ pub fn MyTasksPage() -> impl IntoView {
     }
 }
 
-/// One task: action, status badge, progress bar and times; status and progress follow the
-/// live stream.
+/// One task: action, target size, status badge, progress bar, times, and the file of a
+/// finished export; status and progress follow the live stream.
 #[component]
 fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl IntoView {
     let id = task.id;
@@ -107,10 +112,30 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             _ => (0, 1),
         }
     };
+    // A query's size is known once the task has counted it, at its start.
+    let target = move || match current.get().progress_total {
+        Some(total) => format::plural(total.max(0) as u64, "person", "people"),
+        None => "people not counted yet".to_owned(),
+    };
+    let done = move || {
+        let update = current.get();
+        update
+            .progress_total
+            .map(|total| {
+                format!(
+                    "{} of {} done",
+                    format::count(update.progress_done.max(0) as u64),
+                    format::count(total.max(0) as u64)
+                )
+            })
+            .unwrap_or_default()
+    };
+    let is_export = task.action == EXPORT_ACTION;
     view! {
         <li class="task" data-task-id=id.to_string()>
             <div class="task-head">
                 <a class="task-action" href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a>
+                <span class="task-target" data-testid="task-target">{target}</span>
                 <span class=move || format!("badge badge-{}", status().to_lowercase()) data-testid="task-status">
                     {status}
                 </span>
@@ -121,14 +146,14 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
                 aria-label="Progress"
             ></progress>
             <div class="task-meta">
-                <span>{move || {
-                    let (done, total) = progress();
-                    current.get()
-                        .progress_total
-                        .map(|_| format!("{} of {} done", format::count(done as u64), format::count(total as u64)))
-                        .unwrap_or_default()
-                }}</span>
+                <span>{done}</span>
                 <time datetime=task.created.clone()>{format!("Submitted {}", format::minute(&task.created))}</time>
+                {task.finished.map(|finished| view! {
+                    <time datetime=finished.clone()>{format!("Finished {}", format::minute(&finished))}</time>
+                })}
+                <Show when=move || is_export && status() == "COMPLETED">
+                    <a href=export_file_href(id) download="">"Download CSV"</a>
+                </Show>
             </div>
         </li>
     }

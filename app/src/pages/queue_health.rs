@@ -152,9 +152,58 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                         <li>
                             <code>{node.node_id}</code>
                             {format!(
-                                " started {}, last heartbeat {} ago",
+                                " on {} (pid {}, version {}): {} of {} slots busy, started {}, {}",
+                                node.host,
+                                node.pid.map(|pid| pid.to_string()).unwrap_or_default(),
+                                node.version,
+                                node.tasks_running,
+                                node.worker_slots,
                                 format::minute(&node.started),
-                                format::duration(node.seconds_since_heartbeat)
+                                if node.stopped.is_empty() {
+                                    format!("last heartbeat {} ago", format::duration(node.seconds_since_heartbeat))
+                                } else {
+                                    format!("stopped {}", format::minute(&node.stopped))
+                                }
+                            )}
+                        </li>
+                    }).collect_view()}
+                </ul>
+            }.into_any()
+        }}
+
+        <h2>"Periodic jobs"</h2>
+        <div class="table-scroll">
+            <table class="periodic-jobs">
+                <HeaderRow columns=&["Job", "Schedule", "Next run", "Last run", "Result", "Node"] />
+                <tbody>
+                    {health.periodic_jobs.into_iter().map(|job| view! {
+                        <tr>
+                            <td><code>{job.name}</code></td>
+                            <td>{job.schedule}</td>
+                            <td>{format::second(&job.next_run)}</td>
+                            <td>{format::second(&job.last_run)}</td>
+                            <td>{if job.last_result.is_empty() { "—".to_owned() } else { job.last_result }}</td>
+                            <td><code>{job.last_node}</code></td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+
+        <h2>"Scheduler locks"</h2>
+        {if health.locks.is_empty() {
+            view! { <p class="empty" data-testid="no-locks">"No scheduler lock is held right now."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="locks">
+                    {health.locks.into_iter().map(|lock| view! {
+                        <li>
+                            <code>{lock.name}</code>
+                            {format!(
+                                " held by {} since {}, until {}",
+                                lock.locked_by,
+                                format::second(&lock.locked_at),
+                                format::second(&lock.lock_until)
                             )}
                         </li>
                     }).collect_view()}

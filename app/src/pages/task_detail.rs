@@ -1,13 +1,17 @@
-//! Task detail: what was asked for, progress, and the timeline of every transition and
-//! attempt. Admins also see the error detail and can retry or abandon the task. The page
-//! follows the live task stream, so it changes as the task runs.
+//! Task detail: what was asked for, progress, what the action has done so far (and a
+//! finished export's file), and the timeline of every transition and attempt. Admins also
+//! see the error detail and can retry or abandon the task. The page follows the live task
+//! stream, so it changes as the task runs.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use crate::api::tasks::{AbandonTask, RetryTask, TaskDetail, action_label, get_task_detail};
+use crate::api::tasks::{
+    AbandonTask, EMAIL_ACTION, EXPORT_ACTION, RetryTask, STATUS_CHANGE_ACTION, TaskDetail,
+    TaskReport, UNWATCH_ACTION, WATCH_ACTION, action_label, get_task_detail, is_finished,
+};
 use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
 use crate::format;
@@ -115,6 +119,14 @@ fn Detail(
                 .map(|(field, value)| view! { <dt>{field}</dt> <dd>{value}</dd> })
                 .collect_view()}
         </dl>
+        {detail.download.map(|href| view! {
+            <p><a class="download" href=href download="">"Download the CSV"</a></p>
+        })}
+        {detail.report.map(|report| {
+            let action = detail.task.action.clone();
+            let finished = is_finished(&detail.task.status);
+            view! { <Report action report finished /> }
+        })}
         {detail.error_detail.map(|error| view! {
             <h2>"Error detail"</h2>
             <pre class="error-detail" data-testid="error-detail">{error}</pre>
@@ -153,5 +165,100 @@ fn Detail(
                 })
                 .collect_view()}
         </ol>
+    }
+}
+
+/// What the action has done (so far, unless `finished`): the counts that apply to it, and a
+/// few of the people it could not act on.
+#[component]
+fn Report(action: String, report: TaskReport, finished: bool) -> impl IntoView {
+    let skipped: Vec<_> = report
+        .forbidden_sample
+        .iter()
+        .chain(&report.unknown_sample)
+        .map(|id| view! { <li><code>{id.to_string()}</code></li> })
+        .collect();
+    view! {
+        <h2>{if finished { "Result" } else { "Result so far" }}</h2>
+        <dl class="facts report" data-testid="report">
+            {report_lines(&action, &report)
+                .into_iter()
+                .map(|(label, count)| view! {
+                    <dt>{label}</dt>
+                    <dd>{format::count(count)}</dd>
+                })
+                .collect_view()}
+        </dl>
+        {(!skipped.is_empty()).then(|| view! {
+            <details>
+                <summary>"Some of the people not acted on"</summary>
+                <ul>{skipped}</ul>
+            </details>
+        })}
+    }
+}
+
+/// The report's counts as the action's owner reads them. What an action did is always
+/// shown, and what it left as it was except for an export (which leaves nothing); email's
+/// own counts are always shown, as they are what its owner looks for; the rest only when
+/// they happened.
+fn report_lines(action: &str, report: &TaskReport) -> Vec<(&'static str, u64)> {
+    let is_email = action == EMAIL_ACTION;
+    let (changed, unchanged) = match action {
+        EXPORT_ACTION => ("Rows exported", "Unchanged"),
+        STATUS_CHANGE_ACTION => ("Status changed", "Already in that status"),
+        WATCH_ACTION => ("Now watched", "Already watched"),
+        UNWATCH_ACTION => ("No longer watched", "Were not watched"),
+        EMAIL_ACTION => ("Sent", "Already handled by an earlier attempt"),
+        _ => ("Done", "Unchanged"),
+    };
+    [
+        (changed, report.changed, true),
+        (unchanged, report.unchanged, action != EXPORT_ACTION),
+        ("Not yours to act on", report.forbidden, false),
+        ("No such person", report.unknown, false),
+        ("No email address", report.without_address, is_email),
+        ("Waiting to be tried again", report.deferred, is_email),
+        ("Could not be sent", report.failed, is_email),
+    ]
+    .into_iter()
+    .filter(|(_, count, always)| *always || *count > 0)
+    .map(|(label, count, _)| (label, count))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_shows_what_applies_to_its_action() {
+        let report = TaskReport {
+            changed: 3,
+            forbidden: 1,
+            ..TaskReport::default()
+        };
+        assert_eq!(
+            report_lines(STATUS_CHANGE_ACTION, &report),
+            [
+                ("Status changed", 3),
+                ("Already in that status", 0),
+                ("Not yours to act on", 1)
+            ]
+        );
+        assert_eq!(
+            report_lines(EXPORT_ACTION, &report),
+            [("Rows exported", 3), ("Not yours to act on", 1)]
+        );
+        assert_eq!(
+            report_lines(EMAIL_ACTION, &TaskReport::default()),
+            [
+                ("Sent", 0),
+                ("Already handled by an earlier attempt", 0),
+                ("No email address", 0),
+                ("Waiting to be tried again", 0),
+                ("Could not be sent", 0)
+            ]
+        );
     }
 }

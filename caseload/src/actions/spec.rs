@@ -19,6 +19,7 @@ use crate::email::EmailContent;
 use crate::export::{DEFAULT_ROW_CAP, ExportColumn, ExportOptions};
 use crate::search::PersonFilter;
 use crate::status_change::StatusChange;
+use crate::statuses::require_status;
 use crate::users::StaffUser;
 
 /// Field name → what is wrong with it, for every bad field of a request.
@@ -232,13 +233,18 @@ pub async fn status_change_task<C: ConnectionTrait>(
         to_status: request.to_status,
         reason: request.reason,
     };
-    match change.validate(db).await {
+    errors.extend(
+        change
+            .problems()
+            .into_iter()
+            .map(|(name, m)| field(name, m)),
+    );
+    match require_status(db, &change.to_status).await {
         Ok(()) => {}
         Err(CaseloadError::UnknownStatus(code)) => errors.push(field(
             "to_status",
             format!("no program status is called {code:?}"),
         )),
-        Err(CaseloadError::Invalid(message)) => errors.push(field("reason", message)),
         Err(other) => return Err(other.into()),
     }
     let spec = StatusChangeSpec {

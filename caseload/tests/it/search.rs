@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 queue::backend_tests!(Migrator =>
     filters_sort_and_pages,
+    text_searches_sort_and_page_every_match_once,
     rejects_bad_page_sizes,
     email_contains_and_watch_filters,
     keyset_walk_within_scope,
@@ -170,6 +171,67 @@ async fn filters_sort_and_pages(db: TestDatabase) {
         .await
         .unwrap();
     assert!(beyond.people.is_empty());
+}
+
+/// Name and "contains" searches find their matches through other indexes than the table's
+/// (a UNION over the name columns; SQLite's "contains" index): each match is listed once, in
+/// name order, and pages split that order.
+async fn text_searches_sort_and_page_every_match_once(db: TestDatabase) {
+    people(
+        &db,
+        &[
+            ("Ada", "Byron", "INACTIVE"),
+            ("Ada", "Adams", "ACTIVE"),
+            ("Adam", "Smith", "ACTIVE"),
+            ("Grace", "Adair", "ACTIVE"),
+            ("Zed", "Lovelace", "GRADUATED"),
+        ],
+        None,
+    )
+    .await;
+    let all = PageRequest {
+        page: 0,
+        page_size: 50,
+    };
+    let find = |filter: PersonFilter| {
+        let db = &db;
+        async move { names(&search_people(&db.conn, &filter, all).await.unwrap()) }
+    };
+    let name = |name: &str, status: Option<&str>| PersonFilter {
+        name: Some(name.into()),
+        program_status: status.map(str::to_owned),
+        ..Default::default()
+    };
+    // "Ada Adams" starts with "ad" twice and is listed once.
+    assert_eq!(
+        find(name("ad", None)).await,
+        ["Grace Adair", "Ada Adams", "Ada Byron", "Adam Smith"]
+    );
+    assert_eq!(find(name("sm AD", None)).await, ["Adam Smith"]);
+    // School ids are "T-<last>-<first>".
+    assert_eq!(find(name("ada t-by", None)).await, ["Ada Byron"]);
+    assert_eq!(
+        find(name("ad", Some("ACTIVE"))).await,
+        ["Grace Adair", "Ada Adams", "Adam Smith"]
+    );
+
+    let contains = PersonFilter {
+        contains: Some("ADa".into()),
+        ..Default::default()
+    };
+    let everyone = find(contains.clone()).await;
+    assert_eq!(
+        everyone,
+        ["Grace Adair", "Ada Adams", "Ada Byron", "Adam Smith"]
+    );
+    let mut paged = Vec::new();
+    for page in 0..2 {
+        let request = PageRequest { page, page_size: 2 };
+        let found = search_people(&db.conn, &contains, request).await.unwrap();
+        assert_eq!(found.total, 4);
+        paged.extend(names(&found));
+    }
+    assert_eq!(paged, everyone);
 }
 
 async fn rejects_bad_page_sizes(db: TestDatabase) {

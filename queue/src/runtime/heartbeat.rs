@@ -28,10 +28,10 @@ pub(crate) struct HeartbeatOutcome {
 
 impl Heartbeat {
     pub async fn run_once(&self) -> Result<HeartbeatOutcome, QueueError> {
-        self.store
-            .node_heartbeat(&self.node, self.store.clock().now())
-            .await?;
         let claims = self.inflight.claims();
+        self.store
+            .node_heartbeat(&self.node, claims.len(), self.store.clock().now())
+            .await?;
         let held = self.store.task_get_held(&claims).await?;
         let mut lost = 0;
         for (id, lease_version) in claims {

@@ -13,6 +13,7 @@ mod completer;
 mod heartbeat;
 pub(crate) mod inflight;
 mod listener;
+mod periodic;
 mod producer;
 mod pruner;
 mod rescuer;
@@ -34,14 +35,16 @@ pub use rescuer::{NODE_TIMEOUT_DEFAULT, RESCUE_INTERVAL_DEFAULT};
 
 use crate::error::QueueError;
 use crate::executor::Registry;
+use crate::periodic::{PeriodicJob, Schedule};
 use crate::store::{NodeIdentity, RescueOutcome, Store};
 use completer::Completer;
 use heartbeat::Heartbeat;
 use inflight::{CancelReason, InFlight};
 use listener::Listener;
+use periodic::PeriodicRunner;
 use producer::Producer;
-use pruner::Pruner;
-use rescuer::Rescuer;
+use pruner::{PRUNE_JOB, Pruner};
+use rescuer::{RESCUE_JOB, Rescuer};
 use worker::Worker;
 
 /// Default [`RuntimeConfig::workers`].
@@ -140,7 +143,10 @@ impl Runtime {
         registry: Registry,
     ) -> Result<RuntimeHandle, QueueError> {
         config.validate()?;
-        let node = NodeIdentity::new(config.system_id.clone(), store.clock().now());
+        let node = NodeIdentity {
+            worker_slots: config.workers,
+            ..NodeIdentity::new(config.system_id.clone(), store.clock().now())
+        };
         let node_id: Arc<str> = Arc::from(node.node_id.as_str());
         let inflight = InFlight::default();
         let heartbeat = Heartbeat {
@@ -155,8 +161,20 @@ impl Runtime {
             node_timeout: config.node_timeout,
         };
         let rescued = rescuer.run_once().await?;
-        let (heartbeat, rescuer) = (Arc::new(heartbeat), Arc::new(rescuer));
-
+        let heartbeat = Arc::new(heartbeat);
+        let mut periodic_jobs = registry.periodic_jobs().to_vec();
+        periodic_jobs.push(PeriodicJob::new(
+            RESCUE_JOB,
+            Schedule::Every(config.rescue_interval),
+            rescuer,
+        ));
+        periodic_jobs.push(PeriodicJob::new(
+            PRUNE_JOB,
+            Schedule::Every(config.prune_interval),
+            Pruner {
+                retention: config.retention,
+            },
+        ));
         let stop_claiming = CancellationToken::new();
         let stop_services = CancellationToken::new();
         let (completions, outcomes) = mpsc::channel(config.completion_batch * 4);
@@ -190,39 +208,26 @@ impl Runtime {
             .run(),
         );
 
-        let mut services = vec![
-            spawn_every(
-                config.heartbeat_interval,
-                &stop_services,
-                "heartbeat",
-                move || {
-                    let heartbeat = heartbeat.clone();
-                    async move { heartbeat.run_once().await.map(drop) }
-                },
-            ),
-            spawn_every(
-                config.rescue_interval,
-                &stop_services,
-                "rescuer",
-                move || {
-                    let rescuer = rescuer.clone();
-                    async move { rescuer.run_once().await.map(drop) }
-                },
-            ),
-        ];
-        let pruner = Arc::new(Pruner {
-            store: store.clone(),
-            retention: config.retention,
-        });
-        services.push(spawn_every(
-            config.prune_interval,
+        let mut services = vec![spawn_every(
+            config.heartbeat_interval,
             &stop_services,
-            "pruner",
+            "heartbeat",
             move || {
-                let pruner = pruner.clone();
-                async move { pruner.run_once().await.map(drop) }
+                let heartbeat = heartbeat.clone();
+                async move { heartbeat.run_once().await.map(drop) }
             },
-        ));
+        )];
+        for job in periodic_jobs {
+            services.push(tokio::spawn(
+                PeriodicRunner {
+                    store: store.clone(),
+                    job,
+                    node_id: node.node_id.clone(),
+                    stop: stop_services.clone(),
+                }
+                .run(),
+            ));
+        }
         if store.backend() == DbBackend::Postgres {
             services.push(tokio::spawn(
                 Listener {
@@ -338,8 +343,9 @@ impl RuntimeHandle {
                 tracing::error!(%error, "queue service ended abnormally");
             }
         }
-        if let Err(error) = self.store.node_remove(&self.node.node_id).await {
-            tracing::warn!(%error, "removing the node row failed");
+        let now = self.store.clock().now();
+        if let Err(error) = self.store.node_mark_stopped(&self.node.node_id, now).await {
+            tracing::warn!(%error, "marking the node stopped failed");
         }
         ShutdownReport { cancelled }
     }

@@ -1,10 +1,11 @@
 //! The pruner deletes finished tasks (with their history) once they are older than the
-//! retention, and the rows of long-dead nodes. Like the rescuer it runs on every node;
-//! deleting what another node already deleted is harmless.
+//! retention, and the rows of long-dead nodes. Like the rescuer it is a periodic job, run by
+//! one node per due time.
 
 use std::time::Duration;
 
 use crate::error::QueueError;
+use crate::periodic::{PeriodicContext, PeriodicTask};
 use crate::store::Store;
 
 /// Default [`crate::RuntimeConfig::retention`]: a week of finished tasks stays visible.
@@ -14,26 +15,39 @@ pub const PRUNE_INTERVAL_DEFAULT: Duration = Duration::from_secs(600);
 /// Rows deleted per statement: bounded so one prune never holds long locks.
 const PRUNE_BATCH: u64 = 1000;
 
+/// The pruner's periodic job.
+pub(crate) const PRUNE_JOB: &str = "queue.prune";
+
 pub(crate) struct Pruner {
-    pub store: Store,
     pub retention: Duration,
+}
+
+#[async_trait::async_trait]
+impl PeriodicTask for Pruner {
+    async fn run(&self, ctx: &PeriodicContext) -> Result<(), String> {
+        let deleted = self.prune(&ctx.store).await.map_err(|e| e.to_string())?;
+        if deleted > 0 {
+            tracing::info!(deleted, "pruned finished tasks past their retention");
+        }
+        Ok(())
+    }
 }
 
 impl Pruner {
     /// Returns how many tasks were deleted.
-    pub async fn run_once(&self) -> Result<u64, QueueError> {
+    async fn prune(&self, store: &Store) -> Result<u64, QueueError> {
         let retention = chrono::Duration::from_std(self.retention)
             .map_err(|error| QueueError::Invalid(error.to_string()))?;
-        let cutoff = self.store.clock().now() - retention;
+        let cutoff = store.clock().now() - retention;
         let mut total = 0;
         loop {
-            let deleted = self.store.task_prune(cutoff, PRUNE_BATCH).await?;
+            let deleted = store.task_prune(cutoff, PRUNE_BATCH).await?;
             total += deleted;
             if deleted < PRUNE_BATCH {
                 break;
             }
         }
-        self.store.node_prune(cutoff).await?;
+        store.node_prune(cutoff).await?;
         Ok(total)
     }
 }

@@ -1,10 +1,12 @@
 //! The rescuer takes tasks away from dead node incarnations (see
-//! [`Store::task_rescue_many`]). It runs on every node: its UPDATEs are guarded by status, so
-//! two nodes rescuing at once cannot rescue a task twice, and no leader is needed.
+//! [`Store::task_rescue_many`]). It is a periodic job: each pass runs on one node of the
+//! cluster. Its UPDATEs are guarded by status and lease as well, so even two passes at once
+//! (a node's own pass at start-up, say) cannot rescue a task twice.
 
 use std::time::Duration;
 
 use crate::error::QueueError;
+use crate::periodic::{PeriodicContext, PeriodicTask};
 use crate::store::{NodeIdentity, RescueOutcome, Store};
 
 /// Default [`crate::RuntimeConfig::node_timeout`]: six missed heartbeats (at the default
@@ -13,6 +15,8 @@ use crate::store::{NodeIdentity, RescueOutcome, Store};
 pub const NODE_TIMEOUT_DEFAULT: Duration = Duration::from_secs(30);
 /// Default [`crate::RuntimeConfig::rescue_interval`].
 pub const RESCUE_INTERVAL_DEFAULT: Duration = Duration::from_secs(15);
+/// The rescuer's periodic job.
+pub(crate) const RESCUE_JOB: &str = "queue.rescue";
 
 pub(crate) struct Rescuer {
     pub store: Store,
@@ -37,5 +41,12 @@ impl Rescuer {
             );
         }
         Ok(outcome)
+    }
+}
+
+#[async_trait::async_trait]
+impl PeriodicTask for Rescuer {
+    async fn run(&self, _ctx: &PeriodicContext) -> Result<(), String> {
+        self.run_once().await.map(drop).map_err(|e| e.to_string())
     }
 }

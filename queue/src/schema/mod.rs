@@ -8,10 +8,14 @@
 use sea_orm_migration::MigrationTrait;
 
 pub mod m20261121_000010_create_queue;
+pub mod m20261121_000030_queue_scheduler;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-    vec![Box::new(m20261121_000010_create_queue::Migration)]
+    vec![
+        Box::new(m20261121_000010_create_queue::Migration),
+        Box::new(m20261121_000030_queue_scheduler::Migration),
+    ]
 }
 
 /// A migrator holding only the queue's migrations: for the queue's own tests and for services

@@ -10,6 +10,8 @@
 //! - `transition`: guarded state changes (worker outcomes) and committing them.
 //! - `admin`: retry and abandon (one or many), pause and resume of components.
 //! - `node`: heartbeats, rescue of orphaned tasks, pruning.
+//! - `lock`: the cluster-wide scheduler lock.
+//! - `periodic`: the periodic jobs' shared rows.
 //! - `read`: lists, counts, history for dashboards.
 //! - `dialect`: the statements whose text differs between the backends.
 
@@ -19,7 +21,9 @@ pub(crate) mod dialect;
 pub(crate) mod enqueue;
 pub(crate) mod entity;
 pub(crate) mod history;
+pub mod lock;
 pub(crate) mod node;
+pub(crate) mod periodic;
 pub(crate) mod read;
 pub mod transition;
 

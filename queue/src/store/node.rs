@@ -14,7 +14,7 @@ use super::transition::{guarded, set_transition};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 
-/// Which node incarnation this process is.
+/// Which node incarnation this process is, and what it tells the cluster about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeIdentity {
     /// The configured identity, shared by all incarnations (e.g. the host name).
@@ -23,10 +23,17 @@ pub struct NodeIdentity {
     /// its previous incarnation's tasks from its own.
     pub node_id: String,
     pub started: DateTime<Utc>,
+    /// The machine's host name (from the kernel; empty where it cannot be read).
+    pub host: String,
+    pub pid: u32,
+    /// The queue's version (the application may set its own).
+    pub version: String,
+    /// Executor slots.
+    pub worker_slots: usize,
 }
 
 impl NodeIdentity {
-    /// A new incarnation of `system_id` starting at `started`.
+    /// A new incarnation of `system_id` starting at `started`, in this process.
     pub fn new(system_id: impl Into<String>, started: DateTime<Utc>) -> Self {
         let system_id = system_id.into();
         let node_id = format!("{system_id}-{}", started.format("%Y%m%dT%H%M%S%.6fZ"));
@@ -34,8 +41,19 @@ impl NodeIdentity {
             system_id,
             node_id,
             started,
+            host: host_name(),
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            worker_slots: 0,
         }
     }
+}
+
+/// The host name as the kernel knows it (Linux), without a dependency for one file read.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// What one rescue pass did.
@@ -48,10 +66,12 @@ pub struct RescueOutcome {
 }
 
 impl Store {
-    /// Records that `node` is alive at `now` (insert or refresh its row).
+    /// Records that `node` is alive at `now`, running `tasks_running` tasks (insert or
+    /// refresh its row).
     pub async fn node_heartbeat(
         &self,
         node: &NodeIdentity,
+        tasks_running: usize,
         now: DateTime<Utc>,
     ) -> Result<(), QueueError> {
         let txn = self.begin_write().await?;
@@ -60,11 +80,17 @@ impl Store {
             system_id: Set(node.system_id.clone()),
             started_date: Set(node.started),
             heartbeat_date: Set(now),
+            host: Set(Some(node.host.clone())),
+            pid: Set(i32::try_from(node.pid).ok()),
+            version: Set(Some(node.version.clone())),
+            worker_slots: Set(i32::try_from(node.worker_slots).unwrap_or(i32::MAX)),
+            tasks_running: Set(i32::try_from(tasks_running).unwrap_or(i32::MAX)),
+            stopped_date: Set(None),
         };
         node::Entity::insert(row)
             .on_conflict(
                 OnConflict::column(node::Column::NodeId)
-                    .update_column(node::Column::HeartbeatDate)
+                    .update_columns([node::Column::HeartbeatDate, node::Column::TasksRunning])
                     .to_owned(),
             )
             .exec_without_returning(&*txn)
@@ -72,10 +98,18 @@ impl Store {
         Ok(txn.commit().await?)
     }
 
-    /// Removes a node's row on a clean shutdown (it holds no tasks any more).
-    pub async fn node_remove(&self, node_id: &str) -> Result<(), QueueError> {
+    /// Marks a node stopped on a clean shutdown (it holds no tasks any more); the row stays
+    /// for the admin view until the pruner removes it with the other old rows.
+    pub async fn node_mark_stopped(
+        &self,
+        node_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), QueueError> {
         let txn = self.begin_write().await?;
-        node::Entity::delete_by_id(node_id.to_owned())
+        node::Entity::update_many()
+            .col_expr(node::Column::StoppedDate, Expr::value(now))
+            .col_expr(node::Column::TasksRunning, Expr::value(0))
+            .filter(node::Column::NodeId.eq(node_id))
             .exec(&*txn)
             .await?;
         Ok(txn.commit().await?)

@@ -83,10 +83,12 @@ impl TestDatabase {
                 (url, Cleanup::Postgres { admin_url, name })
             }
         };
+        crate::database::migrate::<M>(&url)
+            .await
+            .expect("apply migrations");
         let conn = connect(&url, crate::database::DEFAULT_MAX_CONNECTIONS)
             .await
             .expect("connect to the test database");
-        M::up(&conn, None).await.expect("apply migrations");
         Some(Self {
             conn,
             url,

@@ -224,7 +224,7 @@ async fn stalled_tasks_are_those_of_dead_nodes_or_without_progress(db: TestDatab
     let bundle = setup(db);
     let now = chrono::Utc::now();
     let live = queue::NodeIdentity::new("live", now);
-    bundle.store.node_heartbeat(&live, now).await.unwrap();
+    bundle.store.node_heartbeat(&live, 0, now).await.unwrap();
     let ghost = "ghost-20260101T000000Z";
     for node_id in [live.node_id.as_str(), ghost] {
         bundle.enqueue(new_task("test.stall")).await;

@@ -5,7 +5,9 @@ mod claim;
 mod crash;
 mod enqueue;
 mod events;
+mod lock;
 mod outcomes;
+mod periodic;
 mod rescue;
 
 use std::sync::Arc;

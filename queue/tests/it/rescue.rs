@@ -19,7 +19,11 @@ async fn claim_all(
     node: &NodeIdentity,
     heartbeat: chrono::DateTime<Utc>,
 ) -> Vec<queue::Task> {
-    bundle.store.node_heartbeat(node, heartbeat).await.unwrap();
+    bundle
+        .store
+        .node_heartbeat(node, 0, heartbeat)
+        .await
+        .unwrap();
     bundle
         .store
         .task_get_available(TaskGetAvailableParams {
@@ -40,7 +44,7 @@ async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
     assert_eq!(claimed[0].workflow_status, TaskStatus::Executing);
 
     let rescuer = NodeIdentity::new("live-host", now);
-    bundle.store.node_heartbeat(&rescuer, now).await.unwrap();
+    bundle.store.node_heartbeat(&rescuer, 0, now).await.unwrap();
     let outcome = bundle
         .store
         .task_rescue_many(&rescuer, now - TimeDelta::seconds(30), now)
@@ -109,7 +113,7 @@ async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
     );
 
     let after = NodeIdentity::new("same-host", now);
-    bundle.store.node_heartbeat(&after, now).await.unwrap();
+    bundle.store.node_heartbeat(&after, 0, now).await.unwrap();
     let outcome = bundle
         .store
         .task_rescue_many(&after, now - TimeDelta::seconds(30), now)

@@ -2,6 +2,7 @@
 //! databases on both backends.
 
 mod bulk_actions;
+mod bulk_dashboard;
 mod caseload_search;
 mod crash_resume;
 mod helpers;

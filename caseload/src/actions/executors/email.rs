@@ -8,8 +8,8 @@
 
 use chrono::Utc;
 use futures_util::{StreamExt, stream};
-use tokio_util::sync::CancellationToken;
 use queue::{TaskContext, TaskError, TaskExecutor};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::actions::spec::EmailSpec;

@@ -17,6 +17,17 @@ pub struct Model {
     pub system_id: String,
     pub started_date: DateTime<Utc>,
     pub heartbeat_date: DateTime<Utc>,
+    /// The machine it runs on.
+    pub host: Option<String>,
+    pub pid: Option<i32>,
+    /// The software version it runs.
+    pub version: Option<String>,
+    /// Executor slots: tasks it runs at once at most.
+    pub worker_slots: i32,
+    /// Tasks it was running at its last heartbeat.
+    pub tasks_running: i32,
+    /// Set when it shut down cleanly (its tasks were handed back); kept until pruned.
+    pub stopped_date: Option<DateTime<Utc>>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,285 @@
+//! Bulk actions from the dashboard: how many people a selection reaches, and submitting an
+//! action over it.
+//!
+//! Submitting goes through `caseload::actions::submit`, the same validation and enqueueing
+//! the JSON API uses, so a request means the same whichever door it comes through. Both
+//! functions take JSON: a target and an action are nested enums, which the default form
+//! encoding cannot express.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::api::caseload::CaseloadQuery;
+use crate::error::AppError;
+
+/// Who a bulk action is for, as the caseload page selected them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BulkTarget {
+    /// People ticked by hand.
+    People(Vec<Uuid>),
+    /// Everyone the search matches (its page number ignored) within the user's scope,
+    /// evaluated when the task runs. A whole caseload is sent as its search, never as ids.
+    AllMatching(CaseloadQuery),
+}
+
+/// An action with what its form asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BulkAction {
+    /// A CSV with these columns (names from [`EXPORT_COLUMNS`]), in this order.
+    Export {
+        columns: Vec<String>,
+    },
+    /// A new program status (by code) and why.
+    ChangeStatus {
+        to_status: String,
+        reason: String,
+    },
+    Watch,
+    Unwatch,
+    /// One plain-text message per person, copied to every `cc` address.
+    Email {
+        subject: String,
+        body: String,
+        cc: Vec<String>,
+    },
+}
+
+/// The task a submitted action became.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmittedTask {
+    pub id: Uuid,
+    /// The action as people call it, e.g. "Change status".
+    pub label: String,
+    /// The task's page.
+    pub href: String,
+}
+
+/// The columns an export may have, as `(name, label)` in their natural order; the name is
+/// `caseload::export::ExportColumn`'s (and the CSV header). A copy, because the browser
+/// build has no `caseload`; a test keeps the two in step.
+pub const EXPORT_COLUMNS: [(&str, &str); 8] = [
+    ("id", "Id"),
+    ("school_id", "School id"),
+    ("first_name", "First name"),
+    ("last_name", "Last name"),
+    ("email", "Email"),
+    ("program_status", "Program status"),
+    ("coach_id", "Coach id"),
+    ("updated_at", "Last updated"),
+];
+
+/// Where the owner downloads a finished export.
+pub fn export_file_href(task_id: Uuid) -> String {
+    format!("/api/1/caseload/exports/{task_id}/file")
+}
+
+/// How many people an action over `target` would affect now: the number of distinct ids, or
+/// the exact number the search matches among the people the user may act on.
+#[server(endpoint = "preview_bulk_target", input = Json)]
+pub async fn preview_bulk_target(target: BulkTarget) -> Result<u64, AppError> {
+    crate::api::ssr::respond(ssr_impl::preview(target)).await
+}
+
+/// Validates `action` over `target` and enqueues its task, owned by and run as the user.
+/// Invalid fields come back as one [`AppError::Invalid`] naming each of them (422).
+#[server(endpoint = "submit_bulk_action", input = Json)]
+pub async fn submit_bulk_action(
+    target: BulkTarget,
+    action: BulkAction,
+) -> Result<SubmittedTask, AppError> {
+    crate::api::ssr::respond(ssr_impl::submit(target, action)).await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr_impl {
+    use std::collections::HashSet;
+
+    use caseload::access::Actor;
+    use caseload::actions::spec::{
+        EmailRequest, ExportRequest, FieldErrors, StatusChangeRequest, SubmitError, TargetRequest,
+        WatchRequest,
+    };
+    use caseload::actions::target::MAX_TARGET_IDS;
+    use caseload::actions::{ActionRequest, submit as enqueue};
+    use caseload::export::ExportColumn;
+    use caseload::users::StaffUser;
+
+    use super::*;
+    use crate::api::caseload::ssr_impl::person_filter;
+    use crate::api::ssr::{internal, require_user, state};
+    use crate::api::tasks::action_label;
+
+    pub async fn preview(target: BulkTarget) -> Result<u64, AppError> {
+        let user = require_user().await?;
+        match target {
+            BulkTarget::People(ids) => {
+                check_id_count(ids.len())?;
+                Ok(ids.iter().collect::<HashSet<_>>().len() as u64)
+            }
+            BulkTarget::AllMatching(query) => {
+                let filter = person_filter(&query, &user)?;
+                filter.validate()?;
+                let actor = Actor {
+                    id: user.id,
+                    role: user.role,
+                };
+                Ok(caseload::search::count_people(&state()?.db, &filter, &actor).await?)
+            }
+        }
+    }
+
+    pub async fn submit(target: BulkTarget, action: BulkAction) -> Result<SubmittedTask, AppError> {
+        let user = require_user().await?;
+        let state = state()?;
+        let request = action_request(target_request(target, &user)?, action)?;
+        let task = enqueue(&state.store, &user, request, state.bulk.export_row_cap)
+            .await
+            .map_err(submit_error)?;
+        tracing::info!(task = %task.id, action = %task.execution_component_name, user = %user.username, "bulk action submitted");
+        Ok(SubmittedTask {
+            id: task.id,
+            label: action_label(&task.execution_component_name).to_owned(),
+            href: format!("/tasks/{}", task.id),
+        })
+    }
+
+    fn check_id_count(count: usize) -> Result<(), AppError> {
+        if count == 0 || count > MAX_TARGET_IDS {
+            return Err(AppError::Invalid(format!(
+                "Select between 1 and {MAX_TARGET_IDS} people, or all matching a search."
+            )));
+        }
+        Ok(())
+    }
+
+    fn target_request(target: BulkTarget, user: &StaffUser) -> Result<TargetRequest, AppError> {
+        Ok(match target {
+            BulkTarget::People(ids) => {
+                check_id_count(ids.len())?;
+                TargetRequest {
+                    ids: Some(ids),
+                    query: None,
+                }
+            }
+            BulkTarget::AllMatching(query) => TargetRequest {
+                ids: None,
+                query: Some(person_filter(&query, user)?),
+            },
+        })
+    }
+
+    fn action_request(
+        target: TargetRequest,
+        action: BulkAction,
+    ) -> Result<ActionRequest, AppError> {
+        Ok(match action {
+            BulkAction::Export { columns } => ActionRequest::Export(ExportRequest {
+                target,
+                columns: Some(export_columns(columns)?),
+                row_cap: None,
+            }),
+            BulkAction::ChangeStatus { to_status, reason } => {
+                ActionRequest::ProgramStatusChange(StatusChangeRequest {
+                    target,
+                    to_status,
+                    reason,
+                })
+            }
+            BulkAction::Watch => ActionRequest::Watch(WatchRequest { target }),
+            BulkAction::Unwatch => ActionRequest::Unwatch(WatchRequest { target }),
+            BulkAction::Email { subject, body, cc } => ActionRequest::Email(EmailRequest {
+                target,
+                subject,
+                body,
+                cc,
+            }),
+        })
+    }
+
+    /// Column names as `ExportColumn` reads them from JSON.
+    fn export_columns(names: Vec<String>) -> Result<Vec<ExportColumn>, AppError> {
+        names
+            .into_iter()
+            .map(|name| {
+                serde_json::from_value(serde_json::Value::String(name.clone())).map_err(|_| {
+                    AppError::Invalid(format!("Columns: there is no column {name:?}."))
+                })
+            })
+            .collect()
+    }
+
+    fn submit_error(error: SubmitError) -> AppError {
+        match error {
+            SubmitError::Invalid(fields) => AppError::Invalid(describe_fields(&fields)),
+            SubmitError::Caseload(error) => error.into(),
+            SubmitError::Queue(error) => internal(error),
+        }
+    }
+
+    /// `reason: must not be empty` → `Reason: must not be empty.`, every field in one line,
+    /// named as the forms label them.
+    fn describe_fields(fields: &FieldErrors) -> String {
+        fields
+            .iter()
+            .map(|(field, message)| format!("{}: {message}.", field_label(field)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn field_label(field: &str) -> &str {
+        match field {
+            "ids" | "query" => "People",
+            "columns" => "Columns",
+            "row_cap" => "Row limit",
+            "to_status" => "New status",
+            "reason" => "Reason",
+            "subject" => "Subject",
+            "body" => "Message",
+            "cc" => "Cc",
+            other => other,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use caseload::actions::spec::ALL_COLUMNS;
+
+        use super::*;
+
+        #[test]
+        fn the_browser_knows_every_export_column_in_order() {
+            let names: Vec<&str> = EXPORT_COLUMNS.iter().map(|(name, _)| *name).collect();
+            let headers: Vec<&str> = ALL_COLUMNS.iter().map(|c| c.header()).collect();
+            assert_eq!(names, headers);
+            let parsed = export_columns(names.iter().map(|n| n.to_string()).collect()).unwrap();
+            assert_eq!(parsed, ALL_COLUMNS);
+        }
+
+        #[test]
+        fn an_unknown_column_is_a_visible_error() {
+            assert_eq!(
+                export_columns(vec!["password".into()]),
+                Err(AppError::Invalid(
+                    "Columns: there is no column \"password\".".into()
+                ))
+            );
+        }
+
+        #[test]
+        fn field_errors_are_named_as_the_form_labels_them() {
+            let fields = vec![
+                (
+                    "reason".to_owned(),
+                    "a reason must have 1 to 1000 characters".to_owned(),
+                ),
+                ("ids".to_owned(), "name at least one person".to_owned()),
+            ];
+            assert_eq!(
+                describe_fields(&fields),
+                "Reason: a reason must have 1 to 1000 characters. People: name at least one person."
+            );
+        }
+    }
+}

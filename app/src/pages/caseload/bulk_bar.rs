@@ -1,0 +1,335 @@
+//! The bulk-action bar over the caseload table, shown while anyone is selected: how many are
+//! selected (and the switch to everyone matching the search), the five actions, and the way
+//! each goes: form → confirmation with the number of people affected → the new task.
+//!
+//! ```text
+//! Closed ─action─► Form ─Continue─► Counting ─► Confirm ─Confirm─► Submitting ─► Submitted
+//!   (watch/unwatch skip the form)       │          │ Back              │
+//!                                       └──error───┴────► Form ◄──error┘ (or Closed)
+//! ```
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use super::bulk_forms::{BulkForm, Drafts, FormKind};
+use super::selection::Selection;
+use crate::api::bulk::{
+    BulkAction, BulkTarget, SubmittedTask, preview_bulk_target, submit_bulk_action,
+};
+use crate::api::caseload::{CaseloadQuery, ProgramStatusOption};
+use crate::format;
+
+/// Where the bar's panel is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Closed,
+    Form(FormKind),
+    /// Asking the server how many people the action would affect.
+    Counting,
+    /// Asking the user. The target is the one counted, so what is confirmed is what is sent.
+    Confirm {
+        target: BulkTarget,
+        action: BulkAction,
+        people: u64,
+    },
+    Submitting,
+    Submitted {
+        task: SubmittedTask,
+        people: u64,
+    },
+}
+
+impl Step {
+    /// Waiting for the server: the buttons that would start something else are off.
+    fn is_busy(&self) -> bool {
+        matches!(self, Step::Counting | Step::Submitting)
+    }
+}
+
+/// Where Back and failures lead: the action's form, with what was typed, to fix or change.
+fn return_step(action: &BulkAction) -> Step {
+    match action {
+        BulkAction::Export { .. } => Step::Form(FormKind::Export),
+        BulkAction::ChangeStatus { .. } => Step::Form(FormKind::ChangeStatus),
+        BulkAction::Email { .. } => Step::Form(FormKind::Email),
+        BulkAction::Watch | BulkAction::Unwatch => Step::Closed,
+    }
+}
+
+/// The confirmation question, e.g. "Change the status of 3 people to Inactive?".
+fn question(action: &BulkAction, people: u64, statuses: &[ProgramStatusOption]) -> String {
+    let people = format::plural(people, "person", "people");
+    match action {
+        BulkAction::Export { columns } => format!(
+            "Export {people} to CSV ({})?",
+            format::plural(columns.len() as u64, "column", "columns")
+        ),
+        BulkAction::ChangeStatus { to_status, .. } => {
+            let name = statuses
+                .iter()
+                .find(|s| s.code == *to_status)
+                .map_or(to_status.as_str(), |s| s.name.as_str());
+            format!("Change the status of {people} to {name}?")
+        }
+        BulkAction::Watch => format!("Watch {people}?"),
+        BulkAction::Unwatch => format!("Stop watching {people}?"),
+        BulkAction::Email { subject, .. } => {
+            format!("Email {people} with the subject “{subject}”?")
+        }
+    }
+}
+
+/// The bar, for one results page. `total` is how many the search matches (`exact` false
+/// when that is only a lower bound).
+#[component]
+pub fn BulkBar(
+    selection: Selection,
+    query: CaseloadQuery,
+    total: u64,
+    exact: bool,
+    page_len: usize,
+    statuses: StoredValue<Vec<ProgramStatusOption>>,
+) -> impl IntoView {
+    let step = RwSignal::new(Step::Closed);
+    let error = RwSignal::new(None::<String>);
+    let drafts = Drafts::new();
+    let query = StoredValue::new(query);
+
+    let count = move |action: BulkAction| {
+        // Only reachable with someone selected: the bar and its panel close otherwise.
+        let Some(target) = selection.target(&query.get_value()) else {
+            return;
+        };
+        error.set(None);
+        step.set(Step::Counting);
+        spawn_local(async move {
+            match preview_bulk_target(target.clone()).await {
+                Ok(people) => step.set(Step::Confirm {
+                    target,
+                    action,
+                    people,
+                }),
+                Err(e) => {
+                    error.set(Some(e.to_string()));
+                    step.set(return_step(&action));
+                }
+            }
+        });
+    };
+    let submit = move |target: BulkTarget, action: BulkAction, people: u64| {
+        error.set(None);
+        step.set(Step::Submitting);
+        spawn_local(async move {
+            match submit_bulk_action(target, action.clone()).await {
+                Ok(task) => step.set(Step::Submitted { task, people }),
+                Err(e) => {
+                    error.set(Some(e.to_string()));
+                    step.set(return_step(&action));
+                }
+            }
+        });
+    };
+    let open = move |kind: FormKind| {
+        error.set(None);
+        step.set(Step::Form(kind));
+    };
+    let close = move || {
+        error.set(None);
+        step.set(Step::Closed);
+    };
+    // With nobody selected there is nothing to act on: whatever was open closes.
+    Effect::new(move |_| {
+        if selection.is_empty() {
+            close();
+        }
+    });
+    let busy = move || step.with(Step::is_busy);
+    let total_text = move || match exact {
+        true => format::count(total),
+        false => format!("{}+", format::count(total)),
+    };
+    let selected_text = move || {
+        if selection.is_all_matching() {
+            format!("All {} matching selected", total_text())
+        } else {
+            format!(
+                "{} selected",
+                format::count(selection.ticked_count() as u64)
+            )
+        }
+    };
+    let offer_all_matching = move || {
+        selection.is_page_selected() && !selection.is_all_matching() && total > page_len as u64
+    };
+
+    view! {
+        <Show when=move || !selection.is_empty()>
+            <section class="bulk-bar" aria-label="Bulk actions" data-testid="bulk-bar">
+                <p class="selected-count" role="status">
+                    <strong data-testid="selected-count">{selected_text}</strong>
+                    <Show when=offer_all_matching>
+                        " "
+                        <button type="button" class="link" on:click=move |_| selection.select_all_matching()>
+                            {move || format!("Select all {} matching", total_text())}
+                        </button>
+                    </Show>
+                    " "
+                    <button type="button" class="link" on:click=move |_| selection.clear()>
+                        "Clear selection"
+                    </button>
+                </p>
+                <div class="bulk-buttons" role="group" aria-label="Actions">
+                    <button type="button" disabled=busy on:click=move |_| open(FormKind::Export)>"Export"</button>
+                    <button type="button" disabled=busy on:click=move |_| open(FormKind::ChangeStatus)>"Change status"</button>
+                    <button type="button" disabled=busy on:click=move |_| count(BulkAction::Watch)>"Watch"</button>
+                    <button type="button" disabled=busy on:click=move |_| count(BulkAction::Unwatch)>"Unwatch"</button>
+                    <button type="button" disabled=busy on:click=move |_| open(FormKind::Email)>"Email"</button>
+                </div>
+            </section>
+        </Show>
+        <Show when=move || error.with(Option::is_some)>
+            <p class="error" role="alert" data-testid="bulk-error">{move || error.get()}</p>
+        </Show>
+        {move || match step.get() {
+            Step::Closed => ().into_any(),
+            Step::Form(kind) => view! {
+                <BulkForm
+                    kind
+                    drafts
+                    statuses
+                    on_continue=Callback::new(count)
+                    on_cancel=Callback::new(move |()| close())
+                />
+            }
+            .into_any(),
+            Step::Counting => view! { <p class="bulk-panel" role="status">"Counting the people affected…"</p> }.into_any(),
+            Step::Confirm { target, action, people } => {
+                let text = statuses.with_value(|statuses| question(&action, people, statuses));
+                let back = return_step(&action);
+                view! {
+                    <Confirmation
+                        text
+                        people
+                        on_confirm=Callback::new(move |()| submit(target.clone(), action.clone(), people))
+                        on_back=Callback::new(move |()| step.set(back.clone()))
+                    />
+                }
+                .into_any()
+            }
+            Step::Submitting => view! { <p class="bulk-panel" role="status">"Submitting…"</p> }.into_any(),
+            Step::Submitted { task, people } => view! { <Submitted task people /> }.into_any(),
+        }}
+    }
+}
+
+/// "Change the status of 3 people to Inactive?" with Confirm and Back; focus moves to
+/// Confirm, so Enter confirms and Tab reaches Back.
+#[component]
+fn Confirmation(
+    text: String,
+    people: u64,
+    on_confirm: Callback<()>,
+    on_back: Callback<()>,
+) -> impl IntoView {
+    let confirm = NodeRef::<html::Button>::new();
+    let back = NodeRef::<html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(button) = confirm.get().or_else(|| back.get()) {
+            let _ = button.focus();
+        }
+    });
+    view! {
+        <section class="bulk-panel confirm" aria-label="Confirm">
+            {if people == 0 {
+                view! {
+                    <p data-testid="bulk-question">
+                        "Nobody in this selection is someone you may act on, so there is nothing to do."
+                    </p>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <p data-testid="bulk-question">{text}</p>
+                    <button type="button" node_ref=confirm on:click=move |_| on_confirm.run(())>"Confirm"</button>
+                }
+                .into_any()
+            }}
+            " "
+            <button type="button" class="secondary" node_ref=back on:click=move |_| on_back.run(())>"Back"</button>
+        </section>
+    }
+}
+
+/// The new task and a link to it; focus moves to the link.
+#[component]
+fn Submitted(task: SubmittedTask, people: u64) -> impl IntoView {
+    let link = NodeRef::<html::A>::new();
+    Effect::new(move |_| {
+        if let Some(link) = link.get() {
+            let _ = link.focus();
+        }
+    });
+    view! {
+        <p class="bulk-panel done" role="status" data-testid="bulk-submitted">
+            {format!(
+                "{} task submitted for {}. ",
+                task.label,
+                format::plural(people, "person", "people")
+            )}
+            <a href=task.href node_ref=link>"View the task"</a>
+            " or follow every task on "
+            <a href="/tasks">"My tasks"</a>
+            "."
+        </p>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_question_names_the_action_the_count_and_the_change() {
+        let statuses = [ProgramStatusOption {
+            code: "INACTIVE".into(),
+            name: "Inactive".into(),
+        }];
+        let change = BulkAction::ChangeStatus {
+            to_status: "INACTIVE".into(),
+            reason: "moved away".into(),
+        };
+        assert_eq!(
+            question(&change, 3, &statuses),
+            "Change the status of 3 people to Inactive?"
+        );
+        assert_eq!(
+            question(&BulkAction::Watch, 1, &statuses),
+            "Watch 1 person?"
+        );
+        assert_eq!(
+            question(&BulkAction::Unwatch, 2500, &statuses),
+            "Stop watching 2,500 people?"
+        );
+        let export = BulkAction::Export {
+            columns: vec!["id".into(), "email".into()],
+        };
+        assert_eq!(
+            question(&export, 40, &statuses),
+            "Export 40 people to CSV (2 columns)?"
+        );
+    }
+
+    #[test]
+    fn a_failure_returns_to_the_form_it_came_from() {
+        assert_eq!(
+            return_step(&BulkAction::Email {
+                subject: String::new(),
+                body: String::new(),
+                cc: vec![]
+            }),
+            Step::Form(FormKind::Email)
+        );
+        assert_eq!(return_step(&BulkAction::Watch), Step::Closed);
+    }
+}

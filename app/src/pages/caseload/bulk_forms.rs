@@ -1,0 +1,238 @@
+//! The forms of the bulk actions that ask for something: export (columns), change status
+//! (status and reason) and email (subject, message, cc). Watch and unwatch need nothing
+//! and go straight to their confirmation.
+//!
+//! What a form holds lives in [`Drafts`], outside the form, so going back from the
+//! confirmation (or from an error) finds everything as it was typed.
+
+use leptos::ev::SubmitEvent;
+use leptos::html;
+use leptos::prelude::*;
+use leptos::wasm_bindgen::JsCast;
+use leptos::web_sys;
+
+use crate::api::bulk::{BulkAction, EXPORT_COLUMNS};
+use crate::api::caseload::ProgramStatusOption;
+
+/// An action that has a form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormKind {
+    Export,
+    ChangeStatus,
+    Email,
+}
+
+/// What the forms hold while they are filled in.
+#[derive(Clone, Copy)]
+pub struct Drafts {
+    /// Export column names, as chosen (kept in [`EXPORT_COLUMNS`] order when sent).
+    columns: RwSignal<Vec<String>>,
+    to_status: RwSignal<String>,
+    reason: RwSignal<String>,
+    subject: RwSignal<String>,
+    body: RwSignal<String>,
+    /// Cc addresses as typed: separated by commas, spaces or new lines.
+    cc: RwSignal<String>,
+}
+
+impl Drafts {
+    pub fn new() -> Self {
+        Drafts {
+            columns: RwSignal::new(EXPORT_COLUMNS.iter().map(|(n, _)| n.to_string()).collect()),
+            to_status: RwSignal::default(),
+            reason: RwSignal::default(),
+            subject: RwSignal::default(),
+            body: RwSignal::default(),
+            cc: RwSignal::default(),
+        }
+    }
+
+    /// The action the form of `kind` describes now.
+    pub fn action(&self, kind: FormKind) -> BulkAction {
+        match kind {
+            FormKind::Export => {
+                let chosen = self.columns.get_untracked();
+                BulkAction::Export {
+                    columns: EXPORT_COLUMNS
+                        .iter()
+                        .map(|(name, _)| name.to_string())
+                        .filter(|name| chosen.contains(name))
+                        .collect(),
+                }
+            }
+            FormKind::ChangeStatus => BulkAction::ChangeStatus {
+                to_status: self.to_status.get_untracked(),
+                reason: self.reason.get_untracked(),
+            },
+            FormKind::Email => BulkAction::Email {
+                subject: self.subject.get_untracked(),
+                body: self.body.get_untracked(),
+                cc: split_addresses(&self.cc.get_untracked()),
+            },
+        }
+    }
+}
+
+/// `"a@x.edu, b@x.edu\nc@x.edu"` → three addresses; empty pieces are dropped.
+fn split_addresses(text: &str) -> Vec<String> {
+    text.split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .filter(|piece| !piece.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The form of `kind`, bound to `drafts`; `on_continue` gets the filled-in action once the
+/// browser's own checks (required fields, lengths) pass.
+#[component]
+pub fn BulkForm(
+    kind: FormKind,
+    drafts: Drafts,
+    statuses: StoredValue<Vec<ProgramStatusOption>>,
+    on_continue: Callback<BulkAction>,
+    on_cancel: Callback<()>,
+) -> impl IntoView {
+    let first_field = NodeRef::<html::Div>::new();
+    // Keyboard users land in the form they opened.
+    Effect::new(move |_| {
+        if let Some(fields) = first_field.get()
+            && let Ok(Some(input)) = fields.query_selector("input, select, textarea")
+            && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = input.focus();
+        }
+    });
+    let on_submit = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        on_continue.run(drafts.action(kind));
+    };
+    let (title, fields) = match kind {
+        FormKind::Export => ("Export to CSV", export_fields(drafts).into_any()),
+        FormKind::ChangeStatus => ("Change status", status_fields(drafts, statuses).into_any()),
+        FormKind::Email => ("Send email", email_fields(drafts).into_any()),
+    };
+    view! {
+        <form class="bulk-form" on:submit=on_submit aria-label=title>
+            <h2>{title}</h2>
+            <div class="fields" node_ref=first_field>{fields}</div>
+            <div class="form-buttons">
+                <button type="submit">"Continue"</button>
+                <button type="button" class="secondary" on:click=move |_| on_cancel.run(())>
+                    "Cancel"
+                </button>
+            </div>
+        </form>
+    }
+}
+
+fn export_fields(drafts: Drafts) -> impl IntoView {
+    view! {
+        <fieldset>
+            <legend>"Columns"</legend>
+            {EXPORT_COLUMNS
+                .iter()
+                .map(|(name, label)| {
+                    let name = name.to_string();
+                    let checked = {
+                        let name = name.clone();
+                        move || drafts.columns.with(|chosen| chosen.contains(&name))
+                    };
+                    view! {
+                        <label class="check">
+                            <input
+                                type="checkbox"
+                                name="columns"
+                                value=name.clone()
+                                prop:checked=checked
+                                on:change=move |ev| {
+                                    let on = event_target_checked(&ev);
+                                    drafts.columns.update(|chosen| {
+                                        chosen.retain(|c| *c != name);
+                                        if on {
+                                            chosen.push(name.clone());
+                                        }
+                                    });
+                                }
+                            />
+                            {*label}
+                        </label>
+                    }
+                })
+                .collect_view()}
+        </fieldset>
+    }
+}
+
+fn status_fields(drafts: Drafts, statuses: StoredValue<Vec<ProgramStatusOption>>) -> impl IntoView {
+    view! {
+        <label for="bulk-status">"New status"</label>
+        <select
+            id="bulk-status"
+            required
+            prop:value=move || drafts.to_status.get()
+            on:change=move |ev| drafts.to_status.set(event_target_value(&ev))
+        >
+            <option value="">"Choose a status"</option>
+            {statuses
+                .get_value()
+                .into_iter()
+                .map(|s| {
+                    let code = s.code.clone();
+                    view! {
+                        <option value=s.code selected=move || drafts.to_status.get() == code>
+                            {s.name}
+                        </option>
+                    }
+                })
+                .collect_view()}
+        </select>
+        <label for="bulk-reason">"Reason"</label>
+        <textarea id="bulk-reason" required maxlength="1000" rows="2" bind:value=drafts.reason></textarea>
+    }
+}
+
+fn email_fields(drafts: Drafts) -> impl IntoView {
+    view! {
+        <label for="bulk-subject">"Subject"</label>
+        <input id="bulk-subject" type="text" required maxlength="200" bind:value=drafts.subject />
+        <label for="bulk-body">"Message"</label>
+        <textarea id="bulk-body" required rows="6" bind:value=drafts.body></textarea>
+        <label for="bulk-cc">"Cc (optional)"</label>
+        <input
+            id="bulk-cc"
+            type="text"
+            inputmode="email"
+            aria-describedby="bulk-cc-hint"
+            bind:value=drafts.cc
+        />
+        <p class="hint" id="bulk-cc-hint">"Addresses separated by commas; copied on every message."</p>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cc_addresses_may_be_separated_any_usual_way() {
+        assert_eq!(
+            split_addresses(" a@x.edu, b@x.edu;c@x.edu\nd@x.edu ,"),
+            ["a@x.edu", "b@x.edu", "c@x.edu", "d@x.edu"]
+        );
+        assert!(split_addresses("  ").is_empty());
+    }
+
+    #[test]
+    fn export_columns_keep_their_natural_order() {
+        // Signals live in an owner's arena (the server build keeps one per request).
+        Owner::new().with(|| {
+            let drafts = Drafts::new();
+            drafts.columns.set(vec!["email".into(), "school_id".into()]);
+            assert_eq!(
+                drafts.action(FormKind::Export),
+                BulkAction::Export {
+                    columns: vec!["school_id".into(), "email".into()]
+                }
+            );
+        });
+    }
+}

@@ -1,0 +1,86 @@
+//! The dashboard's bulk-action server functions through the real router: the confirmation
+//! count, and submissions that are enqueued or refused with a 422 naming the field.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use caseload::testing::insert_people;
+use caseload::users::Role;
+use migration::Migrator;
+use queue::testing::TestDatabase;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+queue::backend_tests!(Migrator =>
+    the_confirmation_counts_what_the_action_will_reach,
+    submissions_are_enqueued_or_refused_by_field,
+);
+
+/// A JSON call of a server function, as the dashboard's WASM makes it.
+fn call(endpoint: &str, body: Value, cookie: &str) -> Request<Body> {
+    Request::post(format!("/api/{endpoint}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json")
+        .header(header::COOKIE, cookie)
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn all_matching(q: &str, mine: bool) -> Value {
+    json!({"AllMatching": {"q": q, "status": "", "mine": mine, "watched": false, "page": 3}})
+}
+
+async fn the_confirmation_counts_what_the_action_will_reach(db: TestDatabase) {
+    let app = app(&db).await;
+    let colleague = add_user(&db, "colleague", Role::Staff).await;
+    insert_people(&db.conn, "Free", 7, None).await;
+    insert_people(&db.conn, "Theirs", 5, Some(colleague.id)).await;
+    let cookie = sign_in(&app).await;
+    let count = async |target: Value| {
+        let (response, body) = send(
+            &app,
+            call("preview_bulk_target", json!({"target": target}), &cookie),
+        )
+        .await;
+        assert_status(&response, &body, StatusCode::OK);
+        body.parse::<u64>().unwrap()
+    };
+    // All matching counts only the people Sam may act on, whatever page is showing.
+    assert_eq!(count(all_matching("", false)).await, 7);
+    assert_eq!(count(all_matching("theirs", false)).await, 0);
+    // Hand-picked ids count once each.
+    let id = uuid::Uuid::now_v7();
+    assert_eq!(count(json!({"People": [id, id]})).await, 1);
+}
+
+async fn submissions_are_enqueued_or_refused_by_field(db: TestDatabase) {
+    let app = app(&db).await;
+    let people = insert_people(&db.conn, "Mail", 3, None).await;
+    let cookie = sign_in(&app).await;
+    let submit = async |action: Value| {
+        let body = json!({"target": {"People": people}, "action": action});
+        send(&app, call("submit_bulk_action", body, &cookie)).await
+    };
+
+    let (response, body) = submit(json!({"Email": {
+        "subject": "Hello", "body": "Hi there.", "cc": ["not-an-address"]
+    }}))
+    .await;
+    assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("Cc"), "{body}");
+    let (response, body) =
+        submit(json!({"ChangeStatus": {"to_status": "NOPE", "reason": ""}})).await;
+    assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("status") && body.contains("Reason"), "{body}");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM queue_task").await, 0);
+
+    let (response, body) = submit(json!("Watch")).await;
+    assert_status(&response, &body, StatusCode::OK);
+    let task: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(task["label"], "Watch");
+    assert_eq!(
+        task["href"],
+        format!("/tasks/{}", task["id"].as_str().unwrap())
+    );
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM queue_task").await, 1);
+}
