@@ -191,6 +191,11 @@ async fn search(
             0,
         ),
         (
+            "status GRADUATED, page 1,000",
+            filter(|f| f.program_status = Some("GRADUATED".into())),
+            999,
+        ),
+        (
             "my caseload + ACTIVE",
             PersonFilter {
                 coach_id: coach,
@@ -198,6 +203,14 @@ async fn search(
                 ..Default::default()
             },
             0,
+        ),
+        (
+            "my caseload, page 500",
+            PersonFilter {
+                coach_id: coach,
+                ..Default::default()
+            },
+            499,
         ),
         (
             "watched by me",

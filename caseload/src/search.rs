@@ -46,6 +46,10 @@ enum Plan {
     /// Walk the index of the ORDER BY (names, or the primary key) and test each row: on
     /// SQLite no filter term may offer an index.
     WalkSortIndex,
+    /// Walk the filter's own index, which lists its people in name order (status and coach
+    /// only, migration `m20261121_000022`): a deep page skips index entries of matches
+    /// only, where walking the name index would test every row before it.
+    WalkFilterIndex,
 }
 
 /// The columns a name word may start; each has a covering index (`idx_person_search_*`) that
@@ -128,6 +132,12 @@ impl PersonFilter {
 
     /// Whether a text criterion (name, email, contains) or the watch list narrows the search:
     /// filters whose matches need not be spread evenly through the alphabet.
+    /// Whether the filter is a program status and/or a coach and nothing else: those have
+    /// indexes in name order.
+    fn only_status_or_coach(&self) -> bool {
+        !self.has_text() && (self.program_status.is_some() || self.coach_id.is_some())
+    }
+
     fn has_text(&self) -> bool {
         self.name.is_some()
             || self.email.is_some()
@@ -207,9 +217,12 @@ pub async fn search_people<C: ConnectionTrait>(
     // the matches' sort keys are collected and sorted.
     let sort_after_filter =
         counted <= SORT_ALWAYS_MAX || (filter.has_text() && counted <= SORT_AFTER_FILTER_MAX);
-    let plan = match sort_after_filter {
-        true => Plan::UseFilterIndexes,
-        false => Plan::WalkSortIndex,
+    let plan = if sort_after_filter {
+        Plan::UseFilterIndexes
+    } else if filter.only_status_or_coach() {
+        Plan::WalkFilterIndex
+    } else {
+        Plan::WalkSortIndex
     };
     let ids = page_ids(db, match_keys(backend, filter, plan)?, plan, page).await?;
     let people = people_in_order(db, &ids)
@@ -364,7 +377,7 @@ fn match_keys(
             .cond_where(condition)
             .to_owned()
     };
-    if plan == Plan::WalkSortIndex {
+    if plan != Plan::UseFilterIndexes {
         return Ok(keys(condition(backend, filter, plan)?));
     }
     if let (DbBackend::Sqlite, Some(text)) = (backend, filter.only_contains()) {
@@ -405,7 +418,9 @@ async fn page_ids<C: ConnectionTrait>(
 ) -> Result<Vec<Uuid>, CaseloadError> {
     let last_name = match plan {
         Plan::UseFilterIndexes => Expr::cust(format!("{MATCHES}.last_name || ''")),
-        Plan::WalkSortIndex => Expr::col((MATCHES, person::Column::LastName)),
+        Plan::WalkSortIndex | Plan::WalkFilterIndex => {
+            Expr::col((MATCHES, person::Column::LastName))
+        }
     };
     let query = Query::select()
         .column((MATCHES, person::Column::Id))

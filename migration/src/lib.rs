@@ -10,6 +10,7 @@ mod m20261121_000001_create_caseload;
 mod m20261121_000002_create_sessions;
 mod m20261121_000020_caseload_actions;
 mod m20261121_000021_search_indexes;
+mod m20261121_000022_name_order_indexes;
 
 /// Every migration of the product, in the order they apply.
 pub struct Migrator;
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261121_000010_create_queue::Migration),
             Box::new(m20261121_000020_caseload_actions::Migration),
             Box::new(m20261121_000021_search_indexes::Migration),
+            Box::new(m20261121_000022_name_order_indexes::Migration),
             Box::new(queue::schema::m20261121_000030_queue_scheduler::Migration),
         ]
     }
