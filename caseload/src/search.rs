@@ -394,12 +394,11 @@ fn match_keys(
         return Ok(keys(condition(backend, filter, plan)?));
     };
     let rest = condition(backend, &rest, plan)?;
-    let mut branches = NAME_COLUMNS
-        .into_iter()
-        .map(|column| keys(rest.clone().add(starts_with(backend, false, column, &word))));
-    let mut union = branches.next().expect("NAME_COLUMNS is not empty");
-    for branch in branches {
-        union.union(UnionType::Distinct, branch);
+    let branch = |column| keys(rest.clone().add(starts_with(backend, false, column, &word)));
+    let [first, others @ ..] = NAME_COLUMNS;
+    let mut union = branch(first);
+    for column in others {
+        union.union(UnionType::Distinct, branch(column));
     }
     Ok(union)
 }

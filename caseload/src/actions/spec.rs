@@ -218,7 +218,7 @@ pub fn export_task(
         columns: options.columns,
         row_cap: options.row_cap,
     };
-    Ok(new_task(EXPORT, &spec.target, &spec, user))
+    new_task(EXPORT, &spec.target, &spec, user)
 }
 
 /// Validates a status change request (the status must exist: read through `db`).
@@ -251,7 +251,7 @@ pub async fn status_change_task<C: ConnectionTrait>(
         target: checked(target, errors)?,
         change,
     };
-    Ok(new_task(PROGRAM_STATUS_CHANGE, &spec.target, &spec, user))
+    new_task(PROGRAM_STATUS_CHANGE, &spec.target, &spec, user)
 }
 
 /// Validates a watch request.
@@ -261,7 +261,7 @@ pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, Su
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
-    Ok(new_task(WATCH, &spec.target, &spec, user))
+    new_task(WATCH, &spec.target, &spec, user)
 }
 
 /// Validates an unwatch request; no target means everyone the user watches.
@@ -275,7 +275,7 @@ pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, 
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
-    Ok(new_task(UNWATCH, &spec.target, &spec, user))
+    new_task(UNWATCH, &spec.target, &spec, user)
 }
 
 /// Validates an email request.
@@ -297,7 +297,7 @@ pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, Su
         target: checked(target, errors)?,
         content,
     };
-    Ok(new_task(EMAIL, &spec.target, &spec, user))
+    new_task(EMAIL, &spec.target, &spec, user)
 }
 
 /// The target if every field was valid, else all the field errors.
@@ -309,11 +309,17 @@ fn checked(target: Option<Target>, errors: FieldErrors) -> Result<Target, Submit
 }
 
 /// A task owned by and run as `user`; a list target's size is the progress total up front.
-fn new_task(component: &str, target: &Target, spec: &impl Serialize, user: &StaffUser) -> NewTask {
-    let spec = serde_json::to_value(spec).expect("action specs always serialize");
+fn new_task(
+    component: &str,
+    target: &Target,
+    spec: &impl Serialize,
+    user: &StaffUser,
+) -> Result<NewTask, SubmitError> {
+    let spec = serde_json::to_value(spec)
+        .map_err(|e| SubmitError::Queue(queue::QueueError::Invalid(e.to_string())))?;
     let task = NewTask::new(component, spec, user.id).with_created_by(user.username.clone());
-    match target {
+    Ok(match target {
         Target::Ids(ids) => task.with_progress_total(ids.len() as i64),
         Target::Query(_) => task,
-    }
+    })
 }
