@@ -7,10 +7,7 @@
 use chrono::Utc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sea_orm::{
-    DatabaseConnection, EntityTrait, PaginatorTrait, Set, SqliteTransactionMode,
-    TransactionOptions, TransactionTrait,
-};
+use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait, Set};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -67,16 +64,8 @@ pub async fn seed_people(
     let mut added = 0;
     while added < options.people {
         let in_this_transaction = chunk.min(options.people - added);
-        // IMMEDIATE on SQLite: the write lock is taken (waiting as long as the busy timeout)
-        // at BEGIN. A deferred transaction upgrades at its first INSERT, and when another
-        // connection (a running queue node's heartbeat) commits in between, SQLite answers
-        // SQLITE_BUSY_SNAPSHOT at once instead of waiting. PostgreSQL ignores the option.
-        let txn = db
-            .begin_with_options(TransactionOptions {
-                sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                ..TransactionOptions::default()
-            })
-            .await?;
+        // IMMEDIATE on SQLite, so a running node's heartbeat cannot make it fail.
+        let txn = queue::database::begin_immediate(db).await?;
         let mut rows = Vec::with_capacity(ROWS_PER_STATEMENT);
         for n in start + added..start + added + in_this_transaction {
             rows.push(generate_person(&mut rng, n, &options.coaches, now));

@@ -9,7 +9,10 @@
 use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
-use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
+use sea_orm::{
+    ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr,
+    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+};
 use sea_orm_migration::MigratorTrait;
 
 /// Connections in a pool unless the caller asks otherwise. SQLite has one writer at a time
@@ -49,4 +52,18 @@ pub async fn migrate<M: MigratorTrait>(url: &str) -> Result<(), DbErr> {
     let applied = M::up(&db, None).await;
     db.close().await?;
     applied
+}
+
+/// Begins a write transaction that takes SQLite's write lock at `BEGIN` (`IMMEDIATE`),
+/// waiting for it as long as the busy timeout allows. A deferred transaction upgrades at
+/// its first write instead, and if another connection committed in between SQLite answers
+/// `SQLITE_BUSY_SNAPSHOT` at once, without waiting. PostgreSQL ignores the option.
+pub async fn begin_immediate(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    db.begin_with_options(TransactionOptions {
+        // No access mode: read-write is the default, and SeaORM warns on every SQLite
+        // transaction that sets one.
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..TransactionOptions::default()
+    })
+    .await
 }

@@ -31,10 +31,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{
-    DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, SqliteTransactionMode,
-    TransactionOptions, TransactionTrait,
-};
+use sea_orm::{DatabaseConnection, DatabaseTransaction, DbBackend, DbErr};
 use tokio::sync::{Mutex, OwnedMutexGuard, broadcast, watch};
 use uuid::Uuid;
 
@@ -147,15 +144,7 @@ impl Store {
             ),
             None => None,
         };
-        let txn = self
-            .db
-            .begin_with_options(TransactionOptions {
-                // No access mode: read-write is the default, and SeaORM warns on every
-                // SQLite transaction that sets one.
-                sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                ..TransactionOptions::default()
-            })
-            .await?;
+        let txn = crate::database::begin_immediate(&self.db).await?;
         Ok(WriteTransaction { txn, _gate: gate })
     }
 
