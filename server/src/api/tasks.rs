@@ -102,7 +102,7 @@ fn links(task: &Task) -> TaskLinks {
     TaskLinks {
         this: format!("/api/1/tasks/{id}"),
         file: (task.execution_component_name == EXPORT)
-            .then(|| format!("/api/1/caseload/exports/{id}/file")),
+            .then(|| app::api::bulk::export_file_href(id)),
     }
 }
 
