@@ -1,7 +1,7 @@
 # The two commands the README promises, plus the pieces they are made of.
 # Every install step is idempotent: see scripts/install-tools.sh.
 
-.PHONY: run test build run-release build-release tools e2e
+.PHONY: run test build run-release build-release tools e2e chaos
 
 # Build (debug, the fastest build) and start the dashboard on http://127.0.0.1:3000 with the
 # embedded SQLite database under data/, demo users and a demo caseload.
@@ -30,3 +30,10 @@ tools:
 # Just the browser tests, against the current debug build.
 e2e:
 	scripts/e2e.sh
+
+# The cluster chaos test at full size: 3 `bulkq serve` nodes on the local PostgreSQL run
+# 5,000 checkpointing tasks while one node is SIGKILLed and restarted every 2-3 s
+# (`make test` runs it with 600 tasks).
+chaos:
+	BULKQ_CHAOS_TASKS=5000 BULKQ_REQUIRE_POSTGRES=1 TEST_DATABASE_URL="$$(scripts/postgres-url.sh)" \
+	  cargo test -p server --test it cluster::nodes_killed_at_random -- --nocapture

@@ -119,7 +119,7 @@ async fn coaches(db: &DatabaseConnection) -> Result<Vec<Uuid>, Box<dyn std::erro
 async fn analyze(db: &DatabaseConnection) -> Result<(), sea_orm::DbErr> {
     let started = Instant::now();
     let sql = match db.get_database_backend() {
-        DbBackend::Postgres => "VACUUM ANALYZE person",
+        DbBackend::Postgres => "VACUUM ANALYZE person, person_contains",
         _ => "ANALYZE",
     };
     db.execute_unprepared(sql).await?;

@@ -19,10 +19,14 @@ use crate::entity::{person, person_watch};
 /// characters to narrow anything down, and shorter text matches much of the caseload anyway.
 pub const MIN_CONTAINS_LEN: usize = 3;
 
-/// The text a "contains" search looks in. Identical to the expression of the migration's
-/// trigram index (`idx_person_contains`), which PostgreSQL only uses for the same expression.
+/// The text a "contains" search looks in, over `person`'s columns: what the migrations store
+/// in `person_contains` (the FTS5 table on SQLite, where the LIKE rechecks this expression).
 const CONTAINS_EXPRESSION: &str =
     "lower(first_name || ' ' || last_name || ' ' || school_id || ' ' || coalesce(email, ''))";
+
+/// The table holding each person's "contains" text and sort key, on both backends (an FTS5
+/// table on SQLite, a table under a trigram index on PostgreSQL).
+const CONTAINS_TABLE: &str = "person_contains";
 
 /// Where a page's count stops: beyond it the page reports "more than this many".
 pub const COUNT_CAP: u64 = 100_000;
@@ -356,9 +360,9 @@ async fn count_matches<C: ConnectionTrait>(
 ///   served by that column's covering index (which also holds what the other words test):
 ///   a page of 26,444 "Ada"s takes 20 ms instead of 190 ms from the table. The OR of the
 ///   three columns in one SELECT would visit the table for every match on both backends;
-/// - a "contains" search alone, on SQLite, reads `person_contains`, whose phrase query
-///   matches exactly the LIKE's rows and which stores each person's sort key (38,000
-///   O'Briens: a page in 49 ms instead of 72 through `person`).
+/// - a "contains" search alone reads `person_contains`, which stores each person's sort key
+///   next to the text (38,000 O'Briens at a million people, a page: 49 ms instead of 72
+///   through `person` on SQLite; on PostgreSQL see `m20261121_000040`).
 fn match_keys(
     backend: DbBackend,
     filter: &PersonFilter,
@@ -380,14 +384,11 @@ fn match_keys(
     if plan != Plan::UseFilterIndexes {
         return Ok(keys(condition(backend, filter, plan)?));
     }
-    if let (DbBackend::Sqlite, Some(text)) = (backend, filter.only_contains()) {
+    if let Some(text) = filter.only_contains() {
         return Ok(Query::select()
             .columns(sort_key)
-            .from("person_contains")
-            .and_where(Expr::cust_with_values(
-                "person_contains MATCH ?",
-                [phrase_query(&text.to_lowercase())],
-            ))
+            .from(CONTAINS_TABLE)
+            .cond_where(contains_table_matches(backend, &text.to_lowercase()))
             .to_owned());
     }
     let Some((word, rest)) = filter.split_name_word() else {
@@ -516,20 +517,48 @@ fn condition(
 
 /// The person's names, school id or email contain `text` (already lowercase).
 ///
-/// The LIKE is exact on both backends; on PostgreSQL the pg_trgm index serves it directly.
-/// SQLite has no index for a LIKE with a leading wildcard, so there the FTS5 trigram table
-/// (`person_contains`, same text, keyed by rowid) first narrows the rows down to those
-/// containing the phrase, and the LIKE rechecks them.
+/// The answer comes from `person_contains` ([`contains_table_matches`]). On PostgreSQL that
+/// is exact and serves the condition alone. On SQLite the FTS5 table holds no copy of the
+/// text to test, so the LIKE over `person` is the condition and the table, whose phrase
+/// query matches the same rows, only narrows it down (a walk offers no index at all).
 fn contains(backend: DbBackend, walk: bool, text: &str) -> Condition {
-    let pattern = LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\');
-    let like = Condition::all().add(Expr::cust(CONTAINS_EXPRESSION).like(pattern));
+    let matching_ids = |id: &'static str| {
+        Query::select()
+            .column(id)
+            .from(CONTAINS_TABLE)
+            .cond_where(contains_table_matches(backend, text))
+            .to_owned()
+    };
     match backend {
-        DbBackend::Sqlite if !walk => like.add(Expr::cust_with_values(
-            "person.rowid IN (SELECT rowid FROM person_contains WHERE person_contains MATCH ?)",
+        DbBackend::Postgres => {
+            Condition::all().add(person::Column::Id.in_subquery(matching_ids("id")))
+        }
+        _ => {
+            let like =
+                Condition::all().add(Expr::cust(CONTAINS_EXPRESSION).like(contains_pattern(text)));
+            match walk {
+                true => like,
+                false => like.add(Expr::cust("person.rowid").in_subquery(matching_ids("rowid"))),
+            }
+        }
+    }
+}
+
+/// The rows of `person_contains` whose text contains `text` (already lowercase): an FTS5
+/// phrase query on SQLite, a LIKE that the trigram index serves on PostgreSQL.
+fn contains_table_matches(backend: DbBackend, text: &str) -> Condition {
+    match backend {
+        DbBackend::Sqlite => Condition::all().add(Expr::cust_with_values(
+            "person_contains MATCH ?",
             [phrase_query(text)],
         )),
-        _ => like,
+        _ => Condition::all().add(Expr::col((CONTAINS_TABLE, "text")).like(contains_pattern(text))),
     }
+}
+
+/// `LIKE '%text%'`, with the user's wildcards escaped.
+fn contains_pattern(text: &str) -> LikeExpr {
+    LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\')
 }
 
 /// An FTS5 query for `text` as one phrase (quoted, quotes doubled).

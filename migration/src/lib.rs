@@ -11,6 +11,7 @@ mod m20261121_000002_create_sessions;
 mod m20261121_000020_caseload_actions;
 mod m20261121_000021_search_indexes;
 mod m20261121_000022_name_order_indexes;
+mod m20261121_000040_postgres_contains_table;
 
 /// Every migration of the product, in the order they apply.
 pub struct Migrator;
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000021_search_indexes::Migration),
             Box::new(m20261121_000022_name_order_indexes::Migration),
             Box::new(queue::schema::m20261121_000030_queue_scheduler::Migration),
+            Box::new(m20261121_000040_postgres_contains_table::Migration),
         ]
     }
 }

@@ -37,8 +37,9 @@ const CONTAINS_AFTER: ContainsTable = ContainsTable {
 };
 
 /// The text `person_contains` indexes for `row` (`person` or a trigger's `new`): the
-/// expression of `m20261121_000020`, which `caseload::search` repeats for its LIKE.
-fn contains_text(row: &str) -> String {
+/// expression of `m20261121_000020`, which `caseload::search` repeats for its LIKE, and
+/// the text PostgreSQL's `person_contains` stores (`m20261121_000040`).
+pub(crate) fn contains_text(row: &str) -> String {
     format!(
         "lower({row}.first_name || ' ' || {row}.last_name || ' ' || {row}.school_id || ' ' || \
          coalesce({row}.email, ''))"

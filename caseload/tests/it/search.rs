@@ -303,6 +303,9 @@ async fn email_contains_and_watch_filters(db: TestDatabase) {
         .unwrap();
     assert_eq!(search(&db, contains("quux")).await.total, 1);
     assert_eq!(search(&db, contains("zedlast")).await.total, 2);
+    // ... including the sort key it keeps: "Quux" now sorts before the other Zeds.
+    let renamed_first = search(&db, contains("zed")).await.people[0].id;
+    assert_eq!(renamed_first, ids[0]);
     person::Entity::delete_by_id(ids[1])
         .exec(&db.conn)
         .await

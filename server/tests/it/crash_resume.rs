@@ -5,8 +5,6 @@
 //! and never silently dropped.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use caseload::actions::spec::{EmailRequest, StatusChangeRequest, TargetRequest};
@@ -20,10 +18,11 @@ use migration::Migrator;
 use queue::testing::TestDatabase;
 use queue::{Store, Task, TaskStatus};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use uuid::Uuid;
 
 use crate::helpers::add_user;
+use crate::nodes::{ScratchDir, kill};
 
 queue::backend_tests!(Migrator =>
     a_status_change_survives_killed_nodes,
@@ -265,7 +264,7 @@ async fn run_with_kills(
     let started = Instant::now();
     let mut done_at_last_kill = 0;
     for share in KILL_AT {
-        let mut node = start_node(db, &scratch.0, &extra_args);
+        let mut node = scratch.start_node(&db.url, SYSTEM_ID, &extra_args);
         // Past the share, and past the last kill: this incarnation has done work of its own.
         let threshold = ((total as f64 * share) as i64).max(done_at_last_kill + 1);
         let what = format!("{threshold} of {total} people done");
@@ -284,7 +283,7 @@ async fn run_with_kills(
         assert!(killed.progress_done < total, "killed before the end");
         done_at_last_kill = killed.progress_done;
     }
-    let mut node = start_node(db, &scratch.0, &extra_args);
+    let mut node = scratch.start_node(&db.url, SYSTEM_ID, &extra_args);
     let done = wait_for(store, task_id, &mut node, "the task completed", |t| {
         t.workflow_status == TaskStatus::Completed
     })
@@ -301,33 +300,6 @@ async fn run_with_kills(
         task: done,
         elapsed: started.elapsed(),
     }
-}
-
-/// Starts `bulkq serve` on the test database; it is SIGKILLed if dropped (a failing test).
-fn start_node(db: &TestDatabase, scratch: &Path, extra_args: &[&str]) -> Child {
-    let dir = |name: &str| scratch.join(name).display().to_string();
-    Command::new(env!("CARGO_BIN_EXE_bulkq"))
-        .args(["serve", "--database-url", &db.url])
-        .args(["--listen", "127.0.0.1:0", "--system-id", SYSTEM_ID])
-        .args([
-            "--exports-dir",
-            &dir("exports"),
-            "--outbox-dir",
-            &dir("outbox"),
-        ])
-        .args(["--site-root", &dir("site")])
-        .args(extra_args)
-        .env("BULKQ_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the bulkq node")
-}
-
-/// SIGKILLs the node and reaps it.
-async fn kill(node: &mut Child) {
-    node.start_kill().expect("SIGKILL the node");
-    node.wait().await.expect("reap the node");
 }
 
 async fn task(store: &Store, task_id: Uuid) -> Task {
@@ -369,23 +341,5 @@ async fn wait_for(
             task.progress_total
         );
         tokio::time::sleep(POLL).await;
-    }
-}
-
-/// The nodes' directories (exports, outbox, an empty site), removed when the test ends.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!("bulkq-crash-{}", Uuid::new_v4().simple()));
-        // An empty `pkg/` keeps the node from warning, at every start, that no site is built.
-        std::fs::create_dir_all(path.join("site/pkg")).expect("create the scratch directory");
-        ScratchDir(path)
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

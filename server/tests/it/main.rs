@@ -4,8 +4,10 @@
 mod bulk_actions;
 mod bulk_dashboard;
 mod caseload_search;
+mod cluster;
 mod crash_resume;
 mod helpers;
+mod nodes;
 mod queue_health;
 mod sign_in;
 mod tasks_api;

@@ -1,0 +1,430 @@
+//! Cluster mode, proven with whole `bulkq serve` processes sharing one PostgreSQL database:
+//! nodes killed at random lose and double nothing, a node told to stop hands its task to
+//! another, and a task committed anywhere starts on an idle node at once.
+//!
+//! PostgreSQL only: that is the backend several nodes share (one SQLite file has one node).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use caseload::actions::spec::{StatusChangeRequest, TargetRequest, status_change_task};
+use caseload::actions::task_report;
+use caseload::seed::{SeedOptions, seed_people};
+use caseload::users::{Role, StaffUser};
+use chrono::{DateTime, Utc};
+use migration::Migrator;
+use queue::testing::{Backend, TestDatabase};
+use queue::{NewTask, Page, Store, Task, TaskFilter, TaskStatus};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement};
+use tokio::process::Child;
+use uuid::Uuid;
+
+use crate::helpers::add_user;
+use crate::nodes::{ScratchDir, kill, terminate};
+
+/// Tasks in the chaos test unless `BULKQ_CHAOS_TASKS` says otherwise: the short form that
+/// `make test` runs. `make chaos` runs the full 5,000.
+const CHAOS_TASKS_DEFAULT: usize = 600;
+/// People each chaos task changes, one per batch (and checkpoint).
+const PEOPLE_PER_TASK: usize = 4;
+/// Nodes in the chaos cluster.
+const NODES: usize = 3;
+/// A random node is killed every 2 to 3 s (and restarted).
+const KILL_EVERY_MS: (u64, u64) = (2_000, 3_000);
+/// The longest any wait in these tests may take.
+const PATIENCE: Duration = Duration::from_secs(600);
+/// How often the tests look at the database while the nodes work.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The test database on PostgreSQL, or `None` (and the test passes vacuously) where no
+/// server answers and `BULKQ_REQUIRE_POSTGRES` is not set.
+async fn postgres() -> Option<TestDatabase> {
+    let db = TestDatabase::create::<Migrator>(Backend::Postgres).await;
+    if db.is_none() {
+        println!("PostgreSQL SKIPPED: no server answers");
+    }
+    db
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nodes_killed_at_random_lose_and_double_nothing() {
+    let Some(db) = postgres().await else { return };
+    let tasks = std::env::var("BULKQ_CHAOS_TASKS")
+        .ok()
+        .map(|n| n.parse::<usize>().expect("BULKQ_CHAOS_TASKS is a number"))
+        .unwrap_or(CHAOS_TASKS_DEFAULT);
+    let user = add_user(&db, "chaos", Role::Admin).await;
+    let people = people_all_active(&db, tasks * PEOPLE_PER_TASK).await;
+    let store = Store::new(db.conn.clone());
+    let targets: Vec<Vec<Uuid>> = people
+        .chunks(PEOPLE_PER_TASK)
+        .map(<[Uuid]>::to_vec)
+        .collect();
+    let enqueue_started = Instant::now();
+    let task_of_person = enqueue_status_changes(&store, &user, &targets).await;
+    let enqueue_time = enqueue_started.elapsed();
+
+    let scratch = ScratchDir::new();
+    let names: Vec<String> = (0..NODES).map(|i| format!("chaos-{i}")).collect();
+    let args = ["--batch-size", "1"];
+    let mut nodes: Vec<Child> = names
+        .iter()
+        .map(|name| scratch.start_node(&db.url, name, &args))
+        .collect();
+    let started = Instant::now();
+    let mut kills = 0;
+    let mut next_kill = started + random_kill_pause();
+    while unfinished(&db).await > 0 {
+        assert!(started.elapsed() < PATIENCE, "the cluster did not finish");
+        for (node, name) in nodes.iter_mut().zip(&names) {
+            if let Some(exit) = node.try_wait().expect("look at the node") {
+                panic!("{name} exited on its own ({exit})");
+            }
+        }
+        if Instant::now() >= next_kill {
+            let victim = (random() % NODES as u64) as usize;
+            kill(&mut nodes[victim]).await;
+            // Restarted under the same system id, the node rescues its own tasks at once.
+            nodes[victim] = scratch.start_node(&db.url, &names[victim], &args);
+            kills += 1;
+            next_kill = Instant::now() + random_kill_pause();
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let elapsed = started.elapsed();
+    for node in &mut nodes {
+        kill(node).await;
+    }
+
+    let finished = all_tasks(&store).await;
+    let not_completed: Vec<&Task> = finished
+        .iter()
+        .filter(|task| task.workflow_status != TaskStatus::Completed)
+        .collect();
+    let history = history_rows(&db).await;
+    let mut effects: HashMap<(Uuid, Uuid), usize> = HashMap::new();
+    for pair in &history {
+        *effects.entry(*pair).or_default() += 1;
+    }
+    let expected = task_of_person.len();
+    let lost = task_of_person
+        .iter()
+        .filter(|(person, task)| !effects.contains_key(&(**task, **person)))
+        .count();
+    let duplicated: usize = effects.values().map(|times| times - 1).sum();
+    let stray = effects
+        .keys()
+        .filter(|(task, person)| task_of_person.get(person) != Some(task))
+        .count();
+    let retried = finished.iter().filter(|task| task.attempt > 1).count();
+    println!(
+        "chaos test: {tasks} tasks ({expected} people, one checkpoint each) on {NODES} nodes, \
+         enqueued in {:.1} s; {kills} kills in {:.1} s, {retried} tasks rescued; \
+         effects lost {lost} / duplicated {duplicated} / total {}",
+        enqueue_time.as_secs_f64(),
+        elapsed.as_secs_f64(),
+        history.len(),
+    );
+    assert!(
+        not_completed.is_empty(),
+        "every task completes: {:?}",
+        not_completed
+            .iter()
+            .map(|task| (task.id, task.workflow_status, &task.workflow_status_desc))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        (lost, duplicated, stray),
+        (0, 0, 0),
+        "every effect exactly once"
+    );
+    assert_eq!(history.len(), expected);
+    for task in &finished {
+        let report = task_report(task).expect("a finished bulk action has a report");
+        assert_eq!(
+            (report.changed, report.unchanged),
+            (PEOPLE_PER_TASK as u64, 0),
+            "the checkpointed report of {} counts each person once",
+            task.id
+        );
+    }
+    assert!(kills > 0, "the cluster ran long enough to lose a node");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopping_node_hands_its_task_to_another() {
+    let Some(db) = postgres().await else { return };
+    // 100 batches of 50: several seconds on the debug build, so the stop lands mid-task.
+    let (total, batch_size) = (5_000, "50");
+    let user = add_user(&db, "stopper", Role::Admin).await;
+    let people = people_all_active(&db, total).await;
+    let store = Store::new(db.conn.clone());
+    let task_of_person = enqueue_status_changes(&store, &user, &[people]).await;
+    let task_id = *task_of_person.values().next().expect("one task");
+
+    let scratch = ScratchDir::new();
+    let args = ["--batch-size", batch_size, "--shutdown-grace", "200ms"];
+    let mut first = scratch.start_node(&db.url, "stopping", &args);
+    let tenth = total as i64 / 10;
+    let progressed = wait_for_task(&store, task_id, "a tenth done", |task| {
+        task.progress_done >= tenth
+    })
+    .await;
+    assert_eq!(progressed.workflow_status, TaskStatus::Executing);
+    let mut second = scratch.start_node(&db.url, "taking-over", &args);
+    wait_for(&db, "the second node to heartbeat", |db| async move {
+        node_rows(db, "taking-over").await > 0
+    })
+    .await;
+
+    terminate(&first).await;
+    let exit = first.wait().await.expect("reap the stopping node");
+    assert!(exit.success(), "a SIGTERMed node exits cleanly: {exit}");
+    let handed_back = store.task_get(task_id).await.unwrap().expect("the task");
+    assert!(
+        handed_back.progress_done < total as i64,
+        "the stop came before the end: {}/{total}",
+        handed_back.progress_done
+    );
+    let done = wait_for_task(&store, task_id, "the task completed", |task| {
+        task.workflow_status == TaskStatus::Completed
+    })
+    .await;
+    kill(&mut second).await;
+
+    let events = store.task_history(task_id).await.unwrap();
+    let messages: Vec<&str> = events
+        .iter()
+        .filter_map(|event| event.message.as_deref())
+        .collect();
+    println!(
+        "hand-back test: stopped at {}/{total}; history: {messages:?}",
+        handed_back.progress_done
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("handed back")),
+        "the history records the hand-back"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event.status, TaskStatus::Failure | TaskStatus::Error)),
+        "no failure was recorded"
+    );
+    assert_eq!(done.attempt, 1, "the handed-back attempt was not spent");
+    let stopped = db
+        .scalar(
+            "SELECT COUNT(*) FROM queue_node WHERE system_id = 'stopping' \
+             AND stopped_date IS NOT NULL",
+        )
+        .await;
+    assert_eq!(stopped, 1, "the stopped node's row says so");
+    let history = history_rows(&db).await;
+    assert_eq!(history.len(), total, "one history row per person");
+    let report = task_report(&done).expect("a report");
+    assert_eq!((report.changed, report.unchanged), (total as u64, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_committed_elsewhere_starts_on_an_idle_node_at_once() {
+    let Some(db) = postgres().await else { return };
+    const TASKS: usize = 20;
+    let user = add_user(&db, "committer", Role::Admin).await;
+    let people = people_all_active(&db, TASKS).await;
+    let store = Store::new(db.conn.clone());
+    let scratch = ScratchDir::new();
+    let mut node = scratch.start_node(&db.url, "idle", &[]);
+    wait_for(&db, "the node to heartbeat", |db| async move {
+        node_rows(db, "idle").await > 0
+    })
+    .await;
+    // Let the node settle into waiting (its start-up sweep done).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut committed: Vec<(Uuid, DateTime<Utc>)> = Vec::new();
+    for person in people {
+        let mut txn = store.begin_queue().await.unwrap();
+        let task = status_change(&txn, &user, vec![person]).await;
+        let row = txn.enqueue(task).await.unwrap();
+        let at = Utc::now();
+        txn.commit().await.unwrap();
+        committed.push((row.id, at));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_for(&db, "every task completed", |db| async move {
+        unfinished(db).await == 0
+    })
+    .await;
+    kill(&mut node).await;
+
+    let mut latencies = Vec::new();
+    for (id, at) in committed {
+        let task = store.task_get(id).await.unwrap().expect("the task");
+        let started = task.execution_started_date.expect("the task ran");
+        latencies.push((started - at).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0);
+    }
+    latencies.sort_by(f64::total_cmp);
+    let median = latencies[latencies.len() / 2];
+    println!(
+        "cross-node start: {TASKS} tasks committed by this process, started by an idle node: \
+         median {median:.1} ms, max {:.1} ms",
+        latencies[latencies.len() - 1]
+    );
+    // The node's sweep runs every second: a missed notification would wait 500 ms on
+    // average, so a median far below that shows the NOTIFY woke it.
+    assert!(median < 250.0, "median commit-to-start {median:.1} ms");
+}
+
+/// Seeds `count` people, all ACTIVE (so a change to INACTIVE changes each one), and
+/// returns their ids.
+async fn people_all_active(db: &TestDatabase, count: usize) -> Vec<Uuid> {
+    let options = SeedOptions {
+        people: count as u64,
+        seed: 11,
+        coaches: vec![],
+    };
+    seed_people(&db.conn, &options).await.unwrap();
+    db.conn
+        .execute_unprepared("UPDATE person SET program_status = 'ACTIVE'")
+        .await
+        .unwrap();
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_string(
+            db.conn.get_database_backend(),
+            "SELECT id FROM person ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| row.try_get_by_index(0).unwrap())
+        .collect()
+}
+
+/// A status change of `people` to INACTIVE, as the API would enqueue it.
+async fn status_change(txn: &DatabaseTransaction, user: &StaffUser, people: Vec<Uuid>) -> NewTask {
+    let request = StatusChangeRequest {
+        target: TargetRequest {
+            ids: Some(people),
+            query: None,
+        },
+        to_status: "INACTIVE".into(),
+        reason: "cluster test".into(),
+    };
+    status_change_task(txn, user, request).await.unwrap()
+}
+
+/// Enqueues one status change per target, committed in transactions of 500, and returns
+/// which task each person belongs to.
+async fn enqueue_status_changes(
+    store: &Store,
+    user: &StaffUser,
+    targets: &[Vec<Uuid>],
+) -> HashMap<Uuid, Uuid> {
+    let mut task_of_person = HashMap::new();
+    for chunk in targets.chunks(500) {
+        let mut txn = store.begin_queue().await.unwrap();
+        let mut tasks = Vec::new();
+        for people in chunk {
+            tasks.push(status_change(&txn, user, people.clone()).await);
+        }
+        let rows = txn.enqueue_many(tasks).await.unwrap();
+        txn.commit().await.unwrap();
+        for (row, people) in rows.iter().zip(chunk) {
+            task_of_person.extend(people.iter().map(|person| (*person, row.id)));
+        }
+    }
+    task_of_person
+}
+
+/// Every `(task, person)` pair in the status history: the effects of all tasks.
+async fn history_rows(db: &TestDatabase) -> Vec<(Uuid, Uuid)> {
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_string(
+            db.conn.get_database_backend(),
+            "SELECT task_id, person_id FROM program_status_change",
+        ))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| {
+            (
+                row.try_get_by_index(0).unwrap(),
+                row.try_get_by_index(1).unwrap(),
+            )
+        })
+        .collect()
+}
+
+async fn all_tasks(store: &Store) -> Vec<Task> {
+    let page = Page {
+        offset: 0,
+        limit: 1_000_000,
+    };
+    store.task_list(&TaskFilter::default(), page).await.unwrap()
+}
+
+/// Tasks not yet in a final status.
+async fn unfinished(db: &TestDatabase) -> i64 {
+    db.scalar(
+        "SELECT COUNT(*) FROM queue_task \
+         WHERE workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')",
+    )
+    .await
+}
+
+/// Rows of nodes named `system_id` that are running.
+async fn node_rows(db: &TestDatabase, system_id: &str) -> i64 {
+    db.scalar(&format!(
+        "SELECT COUNT(*) FROM queue_node WHERE system_id = '{system_id}' AND stopped_date IS NULL"
+    ))
+    .await
+}
+
+/// Polls until `done` holds; fails after [`PATIENCE`].
+async fn wait_for<'a, F, Fut>(db: &'a TestDatabase, what: &str, done: F)
+where
+    F: Fn(&'a TestDatabase) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    while !done(db).await {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Polls the task until `done` holds and returns it; fails if it ends otherwise.
+async fn wait_for_task(
+    store: &Store,
+    task_id: Uuid,
+    what: &str,
+    done: impl Fn(&Task) -> bool,
+) -> Task {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let task = store.task_get(task_id).await.unwrap().expect("the task");
+        if done(&task) {
+            return task;
+        }
+        assert!(
+            !task.workflow_status.is_terminal(),
+            "waiting for {what}, the task ended {}: {:?}",
+            task.workflow_status,
+            task.workflow_status_desc
+        );
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn random_kill_pause() -> Duration {
+    let (low, high) = KILL_EVERY_MS;
+    Duration::from_millis(low + random() % (high - low + 1))
+}
+
+/// A random number (from a version 4 UUID's random bits; the tests need nothing stronger).
+fn random() -> u64 {
+    Uuid::new_v4().as_u64_pair().0
+}
