@@ -1,7 +1,7 @@
 # The two commands the README promises, plus the pieces they are made of.
 # Every install step is idempotent: see scripts/install-tools.sh.
 
-.PHONY: run test build run-release build-release tools e2e chaos
+.PHONY: run test build run-release build-release tools e2e chaos bench
 
 # Build (debug, the fastest build) and start the dashboard on http://127.0.0.1:3000 with the
 # embedded SQLite database under data/, demo users and a demo caseload.
@@ -37,3 +37,8 @@ e2e:
 chaos:
 	BULKQ_CHAOS_TASKS=5000 BULKQ_REQUIRE_POSTGRES=1 TEST_DATABASE_URL="$$(scripts/postgres-url.sh)" \
 	  cargo test -p server --test it cluster::nodes_killed_at_random -- --nocapture
+
+# The benchmark suite (release builds, about 30 minutes at a million people): queue drain,
+# latency and aged-table figures, then the bulk actions at scale. See scripts/bench.sh.
+bench:
+	scripts/bench.sh

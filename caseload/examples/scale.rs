@@ -6,7 +6,10 @@
 //! ```
 //! With no step named, runs seed, search, status and export; run one step per process to see
 //! its own peak RSS. `search`, `status`, `export` and `email` expect the people to exist;
-//! `email` writes one `.eml` per person to a scratch outbox (deleted afterwards).
+//! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
+//! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
+//! afterwards). Each step also prints one JSON line of figures (scenario "bulk"), as the
+//! queue's benchmark does; `make bench` runs them all.
 
 use std::time::{Duration, Instant};
 
@@ -16,12 +19,14 @@ use caseload::actions::{
 };
 use caseload::email::{MailTransport, Mailer};
 use caseload::export::DEFAULT_ROW_CAP;
-use caseload::search::{PageRequest, PersonFilter, search_people};
+use caseload::search::{PageRequest, PersonFilter, PersonPage, count_people_within, search_people};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, StaffUser, create_user, ids_with_role};
 use migration::Migrator;
+use queue::testing::peak_rss_mib;
 use queue::{Registry, Runtime, RuntimeConfig, Store};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend};
+use sea_orm::{Condition, ConnectionTrait, DatabaseConnection, DbBackend};
+use serde_json::json;
 use uuid::Uuid;
 
 #[tokio::main]
@@ -49,17 +54,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
         )
         .await?;
-        println!(
-            "seed: {added} people in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
+        let seconds = started.elapsed().as_secs_f64();
+        println!("seed: {added} people in {seconds:.1} s");
+        figures(&db, "seed", people, json!({ "seconds": seconds }));
         analyze(&db).await?;
     }
     if wants("search") {
         search(&db, &coaches).await?;
     }
     if wants("status") {
-        run_action(&db, "status change", |target| {
+        run_action(&db, "status change", everyone(), |target| {
             ActionRequest::ProgramStatusChange(StatusChangeRequest {
                 target,
                 to_status: "INACTIVE".into(),
@@ -69,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     }
     if wants("export") {
-        run_action(&db, "export", |target| {
+        run_action(&db, "export", everyone(), |target| {
             ActionRequest::Export(ExportRequest {
                 target,
                 ..ExportRequest::default()
@@ -78,7 +82,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     }
     if wants("email") {
-        run_action(&db, "email", |target| {
+        let graduated = PersonFilter {
+            program_status: Some("GRADUATED".into()),
+            ..PersonFilter::default()
+        };
+        run_action(&db, "email", graduated, |target| {
             ActionRequest::Email(EmailRequest {
                 target,
                 subject: "Scale measurement".into(),
@@ -88,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     }
-    println!("peak RSS: {} MiB", peak_rss_kib() / 1024);
+    println!("peak RSS: {:.0} MiB", peak_rss_mib());
     Ok(())
 }
 
@@ -222,21 +230,12 @@ async fn search(
         ),
     ];
     println!("search (page of 50; median and max of 5 runs after one warm-up):");
-    for (label, filter, page) in cases {
+    for (label, filter, page) in &cases {
         let mut times = Vec::new();
         let mut total = String::new();
         for _ in 0..6 {
-            let started = Instant::now();
-            let found = search_people(
-                db,
-                &filter,
-                PageRequest {
-                    page,
-                    page_size: 50,
-                },
-            )
-            .await?;
-            times.push(started.elapsed());
+            let (time, found) = timed_search(db, filter, *page).await?;
+            times.push(time);
             total = format!(
                 "{}{}",
                 found.total,
@@ -251,7 +250,48 @@ async fn search(
             ms(times[4])
         );
     }
+    // The mix a dashboard sees: every case in turn, 200 queries.
+    let mut times = Vec::new();
+    for (_, filter, page) in cases.iter().cycle().take(MIXED_QUERIES) {
+        times.push(ms(timed_search(db, filter, *page).await?.0));
+    }
+    times.sort_by(f64::total_cmp);
+    let pick = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "search, {MIXED_QUERIES} mixed queries: p50 {:.1} ms, p95 {:.1} ms",
+        pick(0.5),
+        pick(0.95)
+    );
+    let people = count_people_within(db, &PersonFilter::default(), Condition::all()).await?;
+    figures(
+        db,
+        "search",
+        people,
+        json!({ "queries": MIXED_QUERIES, "p50_ms": pick(0.5), "p95_ms": pick(0.95) }),
+    );
     Ok(())
+}
+
+/// How many searches the mixed-query figure times.
+const MIXED_QUERIES: usize = 200;
+
+/// One search's time and result.
+async fn timed_search(
+    db: &DatabaseConnection,
+    filter: &PersonFilter,
+    page: u64,
+) -> Result<(Duration, PersonPage), caseload::CaseloadError> {
+    let started = Instant::now();
+    let found = search_people(
+        db,
+        filter,
+        PageRequest {
+            page,
+            page_size: 50,
+        },
+    )
+    .await?;
+    Ok((started.elapsed(), found))
 }
 
 /// An admin to act as (a new one per run, so runs do not depend on each other).
@@ -268,12 +308,14 @@ async fn admin(db: &DatabaseConnection) -> Result<StaffUser, Box<dyn std::error:
     .await?)
 }
 
-/// Runs one bulk action over everyone exactly as the product does: submitted (validated and
-/// enqueued), then claimed and executed by a queue runtime with the real executors, batch
-/// by batch with checkpoints. Prints the time from submission to COMPLETED and the report.
+/// Runs one bulk action over the people `target` selects exactly as the product does:
+/// submitted (validated and enqueued), then claimed and executed by a queue runtime with the
+/// real executors, batch by batch with checkpoints. Prints the time from submission to
+/// COMPLETED and the report.
 async fn run_action(
     db: &DatabaseConnection,
     name: &str,
+    target: PersonFilter,
     request: impl FnOnce(TargetRequest) -> ActionRequest,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let scratch = std::env::temp_dir().join(format!("bulkq-scale-{}", Uuid::now_v7()));
@@ -292,12 +334,12 @@ async fn run_action(
     )?;
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
     let user = admin(db).await?;
-    let everyone = TargetRequest {
+    let target = TargetRequest {
         ids: None,
-        query: Some(PersonFilter::default()),
+        query: Some(target),
     };
     let started = Instant::now();
-    let task = submit(&store, &user, request(everyone), DEFAULT_ROW_CAP)
+    let task = submit(&store, &user, request(target), DEFAULT_ROW_CAP)
         .await
         .map_err(|e| e.to_string())?;
     let finished = loop {
@@ -314,27 +356,45 @@ async fn run_action(
         finished.workflow_status, finished.progress_done, report.changed, report.unchanged
     );
     let file = export_file(&scratch.join("exports"), task.id);
-    if let Ok(meta) = std::fs::metadata(&file) {
-        println!("{name}: file of {:.1} MB", meta.len() as f64 / 1e6);
+    let bytes = std::fs::metadata(&file).map_or(0, |meta| meta.len());
+    if bytes > 0 {
+        println!("{name}: file of {:.1} MB", bytes as f64 / 1e6);
     }
+    figures(
+        db,
+        name,
+        finished.progress_done as u64,
+        json!({
+            "seconds": elapsed,
+            "status": finished.workflow_status.as_str(),
+            "changed": report.changed,
+            "file_bytes": bytes,
+        }),
+    );
     runtime.shutdown(Duration::from_secs(5)).await;
     std::fs::remove_dir_all(&scratch)?;
     Ok(())
 }
 
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
+/// Everyone, as a saved query.
+fn everyone() -> PersonFilter {
+    PersonFilter::default()
 }
 
-/// The process's peak resident set size (`VmHWM`), in KiB.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+/// Prints one step's figures as a JSON line, with this process's peak RSS so far.
+fn figures(db: &DatabaseConnection, step: &str, people: u64, figures: serde_json::Value) {
+    let line = json!({
+        "scenario": "bulk",
+        "step": step,
+        "backend": format!("{:?}", db.get_database_backend()).to_lowercase(),
+        "cores": std::thread::available_parallelism().map_or(1, usize::from),
+        "params": { "people": people },
+        "figures": figures,
+        "peak_rss_mib": peak_rss_mib().round(),
+    });
+    println!("{line}");
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
 }

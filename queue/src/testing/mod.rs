@@ -7,7 +7,7 @@ mod support;
 
 pub use database::{Backend, TestDatabase, postgres_admin_url};
 pub use executors::ItemsExecutor;
-pub use support::{create_effect_table, fast_config, wait_until};
+pub use support::{create_effect_table, fast_config, peak_rss_mib, wait_until};
 
 /// Defines, for each named `async fn name(db: TestDatabase)`, a module `name` with two tests,
 /// `sqlite` and `postgres`, each running the body against a fresh, migrated database of that

@@ -62,3 +62,17 @@ pub async fn create_effect_table<C: ConnectionTrait>(conn: &C) {
     .await
     .expect("create test_effect");
 }
+
+/// This process's peak resident set (`VmHWM` from /proc), in MiB; 0 where /proc does not
+/// say. For the benchmarks' memory figures.
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}

@@ -1,0 +1,241 @@
+//! The queue's benchmark suite: `make bench` (or `cargo run --release -p queue --features
+//! testing --example queue_bench -- [--backend sqlite|postgres] [--tasks N] [--aged N]`).
+//!
+//! Scenarios, each on SQLite and PostgreSQL (skipped when no server answers), each on a
+//! database of its own, with the product's default runtime configuration and full
+//! durability (SQLite WAL with `synchronous=FULL` as `queue::database` opens it, PostgreSQL
+//! with `fsync` and `synchronous_commit` as the server has them):
+//! - **drain**: a node enqueues N (20,000) no-op tasks in one bulk call and one
+//!   transaction (enqueue rate), then the time from COMMIT until all are COMPLETED (drain
+//!   rate), with 16 workers in one process; on PostgreSQL also 2 processes × 8 workers.
+//! - **latency**: an idle node; this process enqueues 300 tasks one at a time, each in its
+//!   own committed transaction, 20 ms apart; the time from just before COMMIT to the
+//!   executor's first line, p50 / p95 / p99 / max.
+//! - **aged**: the drain again with 1,000,000 COMPLETED tasks (and their history) retained
+//!   in the table, and its rate as a share of the fresh table's.
+//!
+//! The nodes are child processes of this one (see `worker`), so the figures include what
+//! crosses processes, and each node's peak RSS is its own. Prints one JSON line per scenario
+//! and a table at the end. These are figures to read, not tests.
+
+mod report;
+mod worker;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use queue::schema::QueueMigrator;
+use queue::testing::{Backend, TestDatabase};
+use queue::{Store, TaskFilter, TaskStatus};
+use serde_json::json;
+
+use report::{Figure, Report, quantile};
+use worker::{Nodes, noop_task, unix_micros};
+
+type Error = Box<dyn std::error::Error>;
+
+/// Settings from the command line.
+struct Settings {
+    backends: Vec<Backend>,
+    tasks: usize,
+    aged: usize,
+}
+
+const LATENCY_TASKS: usize = 300;
+const LATENCY_GAP: Duration = Duration::from_millis(20);
+/// Finished tasks are inserted this many per transaction when ageing the table.
+const AGE_CHUNK: usize = 5_000;
+/// How often the parent looks whether the queue has drained.
+const POLL: Duration = Duration::from_millis(10);
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [command, url, workers, system_id] = args.as_slice()
+        && command == "worker"
+    {
+        return worker::run_node(url, workers.parse()?, system_id).await;
+    }
+    let settings = settings(&args)?;
+    let mut report = Report::default();
+    for &backend in &settings.backends {
+        let name = format!("{backend:?}").to_lowercase();
+        let Some(fresh) = drain(&mut report, backend, &settings, 1, 16, 0).await? else {
+            println!("{name}: skipped, no server answers");
+            continue;
+        };
+        if backend == Backend::Postgres {
+            drain(&mut report, backend, &settings, 2, 8, 0).await?;
+        }
+        latency(&mut report, backend).await?;
+        if let Some(aged) = drain(&mut report, backend, &settings, 1, 16, settings.aged).await? {
+            println!(
+                "{name}: aged drain at {:.0} % of the fresh table's rate",
+                aged / fresh * 100.0
+            );
+        }
+    }
+    report.print_table();
+    Ok(())
+}
+
+fn settings(args: &[String]) -> Result<Settings, Error> {
+    let mut settings = Settings {
+        backends: vec![Backend::Sqlite, Backend::Postgres],
+        tasks: 20_000,
+        aged: 1_000_000,
+    };
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--backend" => {
+                settings.backends = vec![match value.as_str() {
+                    "sqlite" => Backend::Sqlite,
+                    "postgres" => Backend::Postgres,
+                    other => return Err(format!("unknown backend {other:?}").into()),
+                }]
+            }
+            "--tasks" => settings.tasks = value.parse()?,
+            "--aged" => settings.aged = value.parse()?,
+            other => return Err(format!("unknown flag {other:?}").into()),
+        }
+    }
+    Ok(settings)
+}
+
+/// The drain scenario on a fresh database (with `aged` finished tasks retained when
+/// non-zero); returns the drain rate, or `None` when the backend has no server.
+async fn drain(
+    report: &mut Report,
+    backend: Backend,
+    settings: &Settings,
+    processes: usize,
+    workers: usize,
+    aged: usize,
+) -> Result<Option<f64>, Error> {
+    let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
+        return Ok(None);
+    };
+    let store = Store::new(db.conn.clone());
+    let ageing = match aged {
+        0 => None,
+        _ => Some(age(&store, aged).await?),
+    };
+    let mut nodes = Nodes::start(&db.url, processes, workers).await?;
+    let enqueue = nodes.enqueue(settings.tasks).await?;
+    let committed = Instant::now();
+    wait_until_drained(&store).await?;
+    let drained = committed.elapsed();
+    let node_report = nodes.stop().await?;
+    let tasks = settings.tasks as f64;
+    let rate = tasks / drained.as_secs_f64();
+    let mut figures = vec![
+        ("enqueue tasks/s", tasks / enqueue.as_secs_f64()),
+        ("drain tasks/s", rate),
+        ("drain s", drained.as_secs_f64()),
+    ];
+    if let Some(ageing) = ageing {
+        figures.push(("ageing the table s", ageing.as_secs_f64()));
+    }
+    report.add(Figure {
+        scenario: if aged == 0 { "drain" } else { "aged" },
+        backend: format!("{backend:?}").to_lowercase(),
+        setup: match aged {
+            0 => format!("{processes} × {workers} workers"),
+            _ => format!("{processes} × {workers}, {aged} retained"),
+        },
+        params: json!({
+            "tasks": settings.tasks,
+            "processes": processes,
+            "workers_per_process": workers,
+            "retained_completed": aged,
+        }),
+        figures,
+        peak_rss_mib: node_report.peak_rss_mib,
+    });
+    Ok(Some(rate))
+}
+
+/// Fills the table with `count` COMPLETED tasks (with their history rows), as months of use
+/// would; returns how long that took.
+async fn age(store: &Store, count: usize) -> Result<Duration, Error> {
+    let started = Instant::now();
+    let mut left = count;
+    while left > 0 {
+        let chunk = left.min(AGE_CHUNK);
+        let mut txn = store.begin_queue().await?;
+        txn.enqueue_many((0..chunk).map(|_| noop_task()).collect())
+            .await?;
+        txn.commit().await?;
+        left -= chunk;
+    }
+    let db = store.db();
+    use sea_orm::ConnectionTrait;
+    db.execute_unprepared(
+        "UPDATE queue_task SET workflow_status = 'COMPLETED', workflow_stopped_date = created_date",
+    )
+    .await?;
+    db.execute_unprepared("ANALYZE").await?;
+    Ok(started.elapsed())
+}
+
+/// The latency scenario: returns nothing; skipped (silently) without a server.
+async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
+    let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
+        return Ok(());
+    };
+    let store = Store::new(db.conn.clone());
+    let nodes = Nodes::start(&db.url, 1, 16).await?;
+    // Let the node settle into waiting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut committed = HashMap::new();
+    for _ in 0..LATENCY_TASKS {
+        let mut txn = store.begin_queue().await?;
+        let task = txn.enqueue(noop_task()).await?;
+        committed.insert(task.id, unix_micros());
+        txn.commit().await?;
+        tokio::time::sleep(LATENCY_GAP).await;
+    }
+    wait_until_drained(&store).await?;
+    let node_report = nodes.stop().await?;
+    let mut millis: Vec<f64> = node_report
+        .starts
+        .iter()
+        .filter_map(|(id, start)| committed.get(id).map(|at| (start - at) as f64 / 1000.0))
+        .collect();
+    if millis.len() != LATENCY_TASKS {
+        return Err(format!("{} of {LATENCY_TASKS} tasks started", millis.len()).into());
+    }
+    millis.sort_by(f64::total_cmp);
+    report.add(Figure {
+        scenario: "latency",
+        backend: format!("{backend:?}").to_lowercase(),
+        setup: format!("1 × 16, idle, {LATENCY_TASKS} tasks"),
+        params: json!({
+            "tasks": LATENCY_TASKS,
+            "gap_ms": LATENCY_GAP.as_millis(),
+            "enqueued_by": "another process",
+        }),
+        figures: vec![
+            ("commit-to-start p50 ms", quantile(&millis, 0.5)),
+            ("commit-to-start p95 ms", quantile(&millis, 0.95)),
+            ("commit-to-start p99 ms", quantile(&millis, 0.99)),
+            ("commit-to-start max ms", quantile(&millis, 1.0)),
+        ],
+        peak_rss_mib: node_report.peak_rss_mib,
+    });
+    Ok(())
+}
+
+/// Waits until no task is left to run.
+async fn wait_until_drained(store: &Store) -> Result<(), Error> {
+    let active = TaskFilter {
+        statuses: TaskStatus::ACTIVE.to_vec(),
+        ..TaskFilter::default()
+    };
+    while store.task_count(&active).await? > 0 {
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make bench`: the benchmark suite, on release builds, on SQLite and on the local
+# PostgreSQL (skipped, and said so, when none answers).
+#
+#   1. The queue (queue/examples/queue_bench): drain, latency and aged-table scenarios.
+#   2. The caseload at scale (caseload/examples/scale): seed, search (200 mixed queries),
+#      export of everyone, email to everyone GRADUATED (~100,000), status change of
+#      everyone; each step in its own process, so each peak RSS is that step's own.
+#
+# Prints each program's table and one JSON line per scenario; all JSON lines are also
+# collected in target/bench/results-<time>.jsonl.
+#
+#   BENCH_PEOPLE=1000000   people in the bulk scenarios' caseload
+#   BENCH_QUEUE_ARGS=...   arguments for queue_bench (e.g. "--tasks 5000 --aged 100000")
+#   BENCH_SKIP_BULK=1      run only the queue scenarios
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+people="${BENCH_PEOPLE:-1000000}"
+out=target/bench
+mkdir -p "$out"
+results="$out/results-$(date +%Y%m%dT%H%M%S).jsonl"
+
+step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
+# Runs a command, showing its output and keeping its JSON lines.
+collect() { "$@" | tee /dev/stderr | grep '^{' >> "$results" || true; }
+
+step "release build of the benchmarks"
+cargo build --release --quiet --features queue/testing,caseload/testing \
+  -p queue --example queue_bench -p caseload --example scale
+
+pg_server=$(scripts/postgres-url.sh)
+if [ -n "$pg_server" ]; then
+  export TEST_DATABASE_URL="$pg_server"
+else
+  echo "PostgreSQL SKIPPED: no server answers (set TEST_DATABASE_URL to one)."
+fi
+
+step "queue: drain, latency, aged table"
+# shellcheck disable=SC2086 # BENCH_QUEUE_ARGS is a list of arguments
+collect target/release/examples/queue_bench ${BENCH_QUEUE_ARGS:-}
+
+if [ -z "${BENCH_SKIP_BULK:-}" ]; then
+  urls=("sqlite://$PWD/$out/bulk.db?mode=rwc")
+  rm -f "$out"/bulk.db*
+  if [ -n "$pg_server" ] && ! command -v psql >/dev/null; then
+    echo "PostgreSQL bulk scenarios SKIPPED: no psql to create their database with."
+    pg_server=""
+  fi
+  if [ -n "$pg_server" ]; then
+    pg_bench="${pg_server%/*}/bulkq_bench"
+    psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench" -c "CREATE DATABASE bulkq_bench"
+    urls+=("$pg_bench")
+  fi
+  for url in "${urls[@]}"; do
+    for what in seed search export email status; do
+      step "bulk at $people people: $what ($url)"
+      collect target/release/examples/scale "$url" "$people" "$what"
+    done
+  done
+  rm -f "$out"/bulk.db*
+  [ -n "$pg_server" ] && psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench"
+fi
+
+step "done: JSON lines in $results"
