@@ -78,6 +78,7 @@ pub mod clock;
 pub mod database;
 pub mod error;
 pub mod executor;
+pub mod metrics;
 pub mod periodic;
 pub mod runtime;
 pub mod schema;

@@ -16,10 +16,11 @@ use uuid::Uuid;
 /// Where anonymous visitors are sent.
 pub const SIGN_IN_PATH: &str = "/login";
 
-/// Paths anyone may fetch: health checks, the built assets and the server functions.
+/// Paths anyone may fetch: health checks, metrics, the built assets and the server functions.
 fn is_public(path: &str) -> bool {
     path == "/healthz"
         || path == "/readyz"
+        || path == "/metrics"
         || path == "/favicon.svg"
         || path.starts_with("/pkg/")
         || path.starts_with("/api/")
@@ -47,6 +48,7 @@ mod tests {
     fn only_assets_health_and_server_functions_are_public() {
         assert!(is_public("/healthz"));
         assert!(is_public("/readyz"));
+        assert!(is_public("/metrics"));
         assert!(is_public("/pkg/bulkq.wasm"));
         assert!(is_public("/api/sign_in"));
         assert!(!is_public("/"));

@@ -1,4 +1,4 @@
-//! The bulkq server: wires the dashboard, the JSON API and (soon) the queue runtime together.
+//! The bulkq server: wires the dashboard, the JSON API and the queue runtime together.
 //! The logic lives in the `app`, `caseload` and `queue` crates; this crate only assembles them,
 //! so tests can reach everything without starting a process.
 //!
@@ -9,6 +9,7 @@
 //! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site checks; [`session_store`]: sessions in
 //!   the database; [`site`]: finding the built site.
 //! - [`demo`]: the demo users and caseload.
+//! - [`metrics`]: `/metrics` in the Prometheus format.
 
 pub mod api;
 pub mod auth_gate;
@@ -16,6 +17,7 @@ pub mod commands;
 pub mod config;
 pub mod csrf;
 pub mod demo;
+pub mod metrics;
 pub mod session_store;
 pub mod site;
 pub mod web;

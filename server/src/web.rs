@@ -1,5 +1,5 @@
-//! The HTTP surface: the Leptos pages and server functions, health checks and static files,
-//! behind the session layer and the sign-in gate.
+//! The HTTP surface: the Leptos pages and server functions, health checks, metrics and static
+//! files, behind the session layer and the sign-in gate.
 
 use app::api::ssr::AppState;
 use app::{App, shell};
@@ -34,6 +34,8 @@ pub struct WebOptions {
 /// Builds the application's router.
 pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptions) -> Router {
     let readiness = state.db.clone();
+    let queue = state.store.clone();
+    crate::metrics::recorder();
     let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.db.clone()))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
@@ -50,6 +52,10 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(move || readyz(readiness.clone())))
+        .route(
+            "/metrics",
+            get(move || crate::metrics::metrics(queue.clone())),
+        )
         .nest("/api/1", api)
         .leptos_routes_with_context(&leptos_options, routes, context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))

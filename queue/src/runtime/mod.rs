@@ -143,6 +143,7 @@ impl Runtime {
         registry: Registry,
     ) -> Result<RuntimeHandle, QueueError> {
         config.validate()?;
+        crate::metrics::slots(config.workers);
         let node = NodeIdentity {
             worker_slots: config.workers,
             ..NodeIdentity::new(config.system_id.clone(), store.clock().now())

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::worker::Worker;
 use crate::error::QueueError;
@@ -90,14 +91,17 @@ impl Producer {
     ) -> Result<ProduceOutcome, QueueError> {
         let asked = permits.len();
         let node_id = &self.worker.node_id;
+        let now = self.store.clock().now();
         let started = self
             .store
             .task_get_available(TaskGetAvailableParams {
                 max: u32::try_from(asked).unwrap_or(u32::MAX),
-                now: self.store.clock().now(),
+                now,
                 node_id,
             })
+            .instrument(tracing::debug_span!("claim", asked))
             .await?;
+        crate::metrics::claimed(&started, now);
         let claimed = started.len();
         for (task, permit) in started.into_iter().zip(permits) {
             self.tracker.spawn(self.worker.clone().run(task, permit));

@@ -33,6 +33,7 @@ impl Rescuer {
             .store
             .task_rescue_many(&self.node, now - timeout, now)
             .await?;
+        crate::metrics::rescued(outcome.retried.len(), outcome.failed.len());
         if !outcome.retried.is_empty() || !outcome.failed.is_empty() {
             tracing::info!(
                 retried = outcome.retried.len(),

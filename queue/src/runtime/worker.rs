@@ -3,10 +3,11 @@
 //! a [`Transition`] for the completer.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::{JoinError, JoinHandle};
+use tracing::Instrument;
 
 use super::inflight::{CancelReason, InFlight};
 use crate::error::TaskError;
@@ -32,7 +33,15 @@ impl Worker {
     /// Runs `task` while holding `permit` (its executor slot), then hands the outcome to the
     /// completer; an outcome for a lost claim is dropped here.
     pub async fn run(self, task: Task, permit: OwnedSemaphorePermit) {
-        let finish = self.attempt(task).await;
+        crate::metrics::slot_in_use(1.0);
+        let span = tracing::info_span!(
+            "execute",
+            task = %task.id,
+            component = %task.execution_component_name,
+            attempt = task.attempt,
+        );
+        let finish = self.attempt(task).instrument(span).await;
+        crate::metrics::slot_in_use(-1.0);
         drop(permit);
         if let Some(finish) = finish {
             // Fails only once the completer is gone, i.e. the runtime was torn down without
@@ -55,17 +64,26 @@ impl Worker {
             transition,
         };
         let Some(registered) = self.registry.get(&task.execution_component_name) else {
-            return Some(finish(Transition::Error {
+            let transition = Transition::Error {
                 desc: format!(
                     "no executor is registered for component '{}' on node {}",
                     task.execution_component_name, self.node_id
                 ),
-            }));
+            };
+            crate::metrics::attempt_finished(
+                &task.execution_component_name,
+                Duration::ZERO,
+                &transition,
+            );
+            return Some(finish(transition));
         };
         let (executor, config) = (registered.executor.clone(), registered.config.clone());
         let running = self.inflight.insert(task.id, task.lease_version);
         let mut ctx = TaskContext::new(self.store.clone(), task.clone(), running.clone());
-        let mut handle = tokio::spawn(async move { executor.execute(&mut ctx).await });
+        let began = Instant::now();
+        let mut handle = tokio::spawn(
+            async move { executor.execute(&mut ctx).await }.instrument(tracing::Span::current()),
+        );
 
         let joined = tokio::select! {
             joined = &mut handle => joined,
@@ -93,7 +111,13 @@ impl Worker {
             (None, Err(error)) => AttemptOutcome::Panicked(panic_message(error)),
         };
         let now = self.store.clock().now();
-        Some(finish(after_attempt(claim, &outcome, &config.retry, now)))
+        let transition = after_attempt(claim, &outcome, &config.retry, now);
+        crate::metrics::attempt_finished(
+            &task.execution_component_name,
+            began.elapsed(),
+            &transition,
+        );
+        Some(finish(transition))
     }
 
     /// Waits up to the cancel grace for a cancelled executor, then aborts it (dropping its

@@ -36,18 +36,29 @@ impl Store {
     /// With a `unique_key` that an active task already holds, returns that task instead.
     /// On SQLite, call [`Store::notify_committed`] after your commit, or use
     /// [`Store::begin_queue`] which does it for you.
+    #[tracing::instrument(
+        name = "enqueue",
+        level = "debug",
+        skip_all,
+        fields(component = %task.component, task = tracing::field::Empty)
+    )]
     pub async fn enqueue<C: ConnectionTrait>(
         &self,
         conn: &C,
         task: NewTask,
     ) -> Result<Task, QueueError> {
-        let mut rows = self.enqueue_many(conn, vec![task]).await?;
-        rows.pop()
-            .ok_or_else(|| QueueError::Invalid("enqueue returned no row".to_owned()))
+        let row = self
+            .enqueue_many(conn, vec![task])
+            .await?
+            .pop()
+            .ok_or_else(|| QueueError::Invalid("enqueue returned no row".to_owned()))?;
+        tracing::Span::current().record("task", tracing::field::display(row.id));
+        Ok(row)
     }
 
     /// Inserts many tasks within `conn` and returns their rows in the same order; tasks
     /// without a unique key go in with multi-row INSERTs.
+    #[tracing::instrument(name = "enqueue_many", level = "debug", skip_all, fields(tasks = tasks.len()))]
     pub async fn enqueue_many<C: ConnectionTrait>(
         &self,
         conn: &C,

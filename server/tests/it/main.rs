@@ -7,6 +7,7 @@ mod caseload_search;
 mod cluster;
 mod crash_resume;
 mod helpers;
+mod metrics;
 mod nodes;
 mod queue_health;
 mod sign_in;

@@ -1,0 +1,89 @@
+//! `GET /metrics`: the node's figures in the Prometheus text format.
+//!
+//! The queue records claims, attempt outcomes, rescues, execution and queue-wait times and
+//! slots in use through the `metrics` facade (`queue::metrics`); this module installs the
+//! Prometheus recorder that keeps them, and at each scrape adds the tasks in the database by
+//! status and component (rows, so counted then: one GROUP BY over the task table). Like
+//! `/healthz` it needs no sign-in, so a scraper can read it; it holds counts and timings,
+//! nothing about people.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use metrics::gauge;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use queue::Store;
+
+/// Histogram buckets (seconds) for execution and queue-wait times: from a no-op task's
+/// millisecond to a bulk action's quarter of an hour.
+const SECONDS_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 120.0, 900.0,
+];
+
+/// The process's recorder: installed once, by the first router built (tests build many).
+static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The `(status, component)` pairs set at the previous scrape: a pair that has no tasks any
+/// more must read 0, not its last count.
+static TASK_LABELS: Mutex<Option<HashSet<(String, String)>>> = Mutex::new(None);
+
+/// Installs the Prometheus recorder if this process has none yet; `None` if another
+/// recorder was installed first (then `/metrics` answers 503).
+pub fn recorder() -> Option<&'static PrometheusHandle> {
+    RECORDER
+        .get_or_init(|| {
+            let installed = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS_BUCKETS)
+                .and_then(PrometheusBuilder::install_recorder);
+            match installed {
+                Ok(handle) => {
+                    queue::metrics::describe();
+                    Some(handle)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "no Prometheus recorder: /metrics is off");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The handler.
+pub async fn metrics(store: Store) -> Response {
+    let Some(recorder) = recorder() else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "metrics are off").into_response();
+    };
+    match store.task_count_by_status().await {
+        Ok(counts) => {
+            let current: HashSet<(String, String)> = counts
+                .iter()
+                .map(|count| (count.status.as_str().to_owned(), count.component.clone()))
+                .collect();
+            for count in counts {
+                gauge!(queue::metrics::TASKS, "status" => count.status.as_str(), "component" => count.component)
+                    .set(count.count as f64);
+            }
+            let mut previous = TASK_LABELS.lock().unwrap_or_else(|e| e.into_inner());
+            for (status, component) in previous.iter().flatten() {
+                if !current.contains(&(status.clone(), component.clone())) {
+                    gauge!(queue::metrics::TASKS, "status" => status.clone(), "component" => component.clone())
+                        .set(0.0);
+                }
+            }
+            *previous = Some(current);
+        }
+        // The recorder's own figures are still worth serving.
+        Err(error) => tracing::warn!(%error, "/metrics: counting tasks failed"),
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        recorder.render(),
+    )
+        .into_response()
+}
