@@ -15,6 +15,15 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
     match backend {
         // A materialized CTE is evaluated exactly once; as an `IN (subquery)` the planner
         // may re-run the locking subquery and claim more than `LIMIT` rows.
+        //
+        // The UPDATE joins the picked rows by primary key only. They are locked, and FOR
+        // UPDATE re-checks `workflow_status = 'QUEUED'` on the version it locks, so they are
+        // QUEUED until this transaction ends. Repeating that test in the UPDATE's WHERE
+        // (as an earlier version did) offered the planner the partial claim index for the
+        // join: with statistics taken while nothing was queued (a table of finished tasks,
+        // then a burst of new ones) it walked every queued entry once per claim, 82 ms for
+        // 16 tasks with 18,000 queued, and a drain over a million retained tasks ran at a
+        // seventh of its fresh-table rate.
         DbBackend::Postgres => {
             "WITH picked AS MATERIALIZED ( \
                  SELECT id FROM queue_task \
@@ -28,7 +37,7 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
                  modified_date = $1, modified_by = $2, \
                  attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1 \
              FROM picked \
-             WHERE queue_task.id = picked.id AND queue_task.workflow_status = 'QUEUED' \
+             WHERE queue_task.id = picked.id \
              RETURNING queue_task.*"
         }
         _ => {
