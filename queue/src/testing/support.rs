@@ -1,5 +1,6 @@
 //! Factories and waiting helpers for tests of the queue and of crates built on it.
 
+use std::future::Future;
 use std::time::Duration;
 
 use sea_orm::ConnectionTrait;
@@ -61,4 +62,18 @@ pub async fn create_effect_table<C: ConnectionTrait>(conn: &C) {
     )
     .await
     .expect("create test_effect");
+}
+
+/// Runs `cleanup` to completion on a short-lived thread with a runtime of its own and waits
+/// for it: for a `Drop` that must do async work, since it runs inside the test's runtime,
+/// which cannot be blocked on.
+pub fn block_on_aside(cleanup: impl Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("build a runtime")
+            .block_on(cleanup);
+    })
+    .join();
 }
