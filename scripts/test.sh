@@ -35,6 +35,14 @@ else
 BANNER
   step "Rust tests on SQLite only"
 fi
+# RabbitMQ (the optional wake-up hints): when the local broker's port answers, its tests must
+# run rather than skip; `server` enables `queue/amqp`, so the workspace run builds them.
+if timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null; then
+  export BULKQ_REQUIRE_RABBITMQ=1
+else
+  unset BULKQ_REQUIRE_RABBITMQ
+  echo "RabbitMQ SKIPPED: nothing answers on 127.0.0.1:5672; the wake-up hint tests will skip"
+fi
 cargo test --workspace --exclude frontend
 
 step "build the site (debug) for the browser tests"

@@ -71,9 +71,13 @@
 //! - [`schema`]: the migrations, for the host application's migrator.
 //! - [`clock`]: time as a dependency, for deterministic tests.
 //! - [`database`]: opening a connection with the settings the queue relies on.
+//! - `amqp` (feature `amqp`, off by default): optional RabbitMQ wake-up hints between
+//!   processes; the database stays the master list.
 //! - `testing` (feature `testing`): throwaway databases, the both-backends test macro,
 //!   factories.
 
+#[cfg(feature = "amqp")]
+pub mod amqp;
 pub mod clock;
 pub mod database;
 pub mod error;
@@ -89,6 +93,8 @@ pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "amqp")]
+pub use amqp::AmqpConfig;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{QueueError, TaskError};
 pub use executor::{BatchFuture, ComponentConfig, Registry, TaskContext, TaskExecutor};

@@ -10,7 +10,7 @@ use caseload::email::{MailTransport, Mailer};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
 use migration::Migrator;
-use queue::{Registry, Runtime, RuntimeConfig, Store};
+use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
@@ -55,13 +55,22 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
         db.clone(),
     )));
+    let amqp = options.amqp_url.as_deref().map(AmqpConfig::new);
+    let mut store = Store::new(db.clone());
+    if let Some(amqp) = &amqp {
+        store = store
+            .with_amqp_hints(amqp)
+            .context("setting up RabbitMQ wake-up hints")?;
+        tracing::info!(broker = %redact(&amqp.url), queue = %amqp.queue, "RabbitMQ wake-up hints on");
+    }
     let runtime = Runtime::start(
         RuntimeConfig {
             system_id: options.system_id.clone(),
             workers: options.workers,
+            amqp,
             ..RuntimeConfig::default()
         },
-        Store::new(db.clone()),
+        store,
         registry(&options)?,
     )
     .await
@@ -236,21 +245,17 @@ fn sqlite_directory(database_url: &str) -> Option<&Path> {
         .filter(|dir| !dir.as_os_str().is_empty())
 }
 
-/// The URL without its password, for messages.
-fn redact(database_url: &str) -> String {
-    match (database_url.find("://"), database_url.rfind('@')) {
+/// The URL (of the database or the broker) without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &database_url[scheme_end + 3..at];
+            let credentials = &url[scheme_end + 3..at];
             match credentials.split_once(':') {
-                Some((user, _)) => format!(
-                    "{}{user}:***{}",
-                    &database_url[..scheme_end + 3],
-                    &database_url[at..]
-                ),
-                None => database_url.to_owned(),
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
             }
         }
-        _ => database_url.to_owned(),
+        _ => url.to_owned(),
     }
 }
 
@@ -281,5 +286,9 @@ mod tests {
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("sqlite://data/x.db"), "sqlite://data/x.db");
+        assert_eq!(
+            redact("amqp://guest:guest@127.0.0.1:5672/%2f"),
+            "amqp://guest:***@127.0.0.1:5672/%2f"
+        );
     }
 }

@@ -103,6 +103,15 @@ pub struct ServeOptions {
         default_value = "bulkq <bulkq@localhost>"
     )]
     pub mail_from: String,
+    /// Optional RabbitMQ wake-up hints, e.g. `amqp://guest:guest@127.0.0.1:5672/%2f` (off
+    /// when not given). This node then publishes the id of every task it enqueues to the
+    /// durable queue `bulkq.wake` after the commit, and wakes its workers for every id it
+    /// consumes from there. Hints only: the database stays the list of tasks, a lost or
+    /// doubled message never loses or doubles one, and the periodic sweep still finds
+    /// everything; a broker that is down only delays new work to the sweep. Plain `amqp://`
+    /// (no TLS).
+    #[arg(long, env = "BULKQ_AMQP_URL")]
+    pub amqp_url: Option<String>,
     /// People per batch (and per checkpoint) of a bulk action.
     #[arg(long, env = "BULKQ_BATCH_SIZE", default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -191,7 +200,20 @@ mod tests {
         assert_eq!(serve.exports_dir, PathBuf::from("data/exports"));
         assert_eq!(serve.export_row_cap, 1_000_000);
         assert_eq!(serve.smtp_relay, None);
+        assert_eq!(serve.amqp_url, None);
         assert_eq!(serve.batch_size, 1_000);
+    }
+
+    #[test]
+    fn rabbitmq_wake_ups_are_off_unless_a_url_is_given() {
+        let url = "amqp://guest:guest@127.0.0.1:5672/%2f";
+        let serve = ServeOptions::parse_from(["bulkq", "--amqp-url", url]);
+        assert_eq!(serve.amqp_url.as_deref(), Some(url));
+        let Some(Command::Serve(serve)) = Cli::try_parse_from(["bulkq", "serve"]).unwrap().command
+        else {
+            panic!("expected serve")
+        };
+        assert_eq!(serve.amqp_url, None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The long-lived side of the queue: one [`Runtime`] per process runs the producer (claims
 //! tasks for free executor slots), the workers, the completer (batched outcomes), the
-//! heartbeat, the rescuer, the pruner and, on PostgreSQL, the LISTEN relay.
+//! heartbeat, the rescuer, the pruner, on PostgreSQL the LISTEN relay and, with the `amqp`
+//! feature and `RuntimeConfig::amqp` set, the RabbitMQ wake-up consumer.
 //!
 //! # Shutdown
 //! [`RuntimeHandle::shutdown`] has two stages. First the producer stops claiming and the
@@ -83,6 +84,11 @@ pub struct RuntimeConfig {
     pub cancel_grace: Duration,
     /// Outcomes applied per transaction at most. Default [`COMPLETION_BATCH_DEFAULT`].
     pub completion_batch: usize,
+    /// RabbitMQ wake-up hints to consume (feature `amqp`): with `Some`, the producer also
+    /// wakes for every hint on the durable queue (see [`crate::amqp`]), which lets stores in
+    /// other processes wake this node. Default `None`: no broker involved.
+    #[cfg(feature = "amqp")]
+    pub amqp: Option<crate::amqp::AmqpConfig>,
 }
 
 impl Default for RuntimeConfig {
@@ -98,6 +104,8 @@ impl Default for RuntimeConfig {
             retention: RETENTION_DEFAULT,
             cancel_grace: CANCEL_GRACE_DEFAULT,
             completion_batch: COMPLETION_BATCH_DEFAULT,
+            #[cfg(feature = "amqp")]
+            amqp: None,
         }
     }
 }
@@ -126,6 +134,10 @@ impl RuntimeConfig {
         ];
         if zero.contains(&Duration::ZERO) {
             return invalid("intervals must be positive");
+        }
+        #[cfg(feature = "amqp")]
+        if let Some(amqp) = &self.amqp {
+            amqp.validate()?;
         }
         Ok(())
     }
@@ -233,6 +245,18 @@ impl Runtime {
             services.push(tokio::spawn(
                 Listener {
                     store: store.clone(),
+                    stop: stop_services.clone(),
+                }
+                .run(),
+            ));
+        }
+        #[cfg(feature = "amqp")]
+        if let Some(amqp) = &config.amqp {
+            services.push(tokio::spawn(
+                crate::amqp::HintConsumer {
+                    store: store.clone(),
+                    config: amqp.clone(),
+                    tag: node.node_id.clone(),
                     stop: stop_services.clone(),
                 }
                 .run(),

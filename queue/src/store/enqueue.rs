@@ -34,8 +34,8 @@ impl Store {
     /// Inserts `task` within `conn` (a transaction or a plain connection) and returns its row.
     ///
     /// With a `unique_key` that an active task already holds, returns that task instead.
-    /// On SQLite, call [`Store::notify_committed`] after your commit, or use
-    /// [`Store::begin_queue`] which does it for you.
+    /// After your commit, call [`Store::notify_enqueued`] with the returned rows (on SQLite
+    /// nothing else wakes the producers), or use [`Store::begin_queue`], which does it for you.
     #[tracing::instrument(
         name = "enqueue",
         level = "debug",
@@ -216,13 +216,11 @@ impl QueueTransaction {
         Ok(rows)
     }
 
-    /// Commits, then wakes this process's producers and announces the enqueued tasks.
+    /// Commits, then wakes this process's producers, announces the enqueued tasks and sends
+    /// their wake-up hints, if configured ([`Store::notify_enqueued`]).
     pub async fn commit(self) -> Result<(), QueueError> {
         self.txn.commit().await?;
-        if !self.enqueued.is_empty() {
-            self.store.notify_committed();
-            self.store.publish(&self.enqueued);
-        }
+        self.store.notify_enqueued(&self.enqueued);
         Ok(())
     }
 

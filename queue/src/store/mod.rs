@@ -59,6 +59,10 @@ pub struct Store {
     backend: DbBackend,
     clock: Arc<dyn Clock>,
     signals: Arc<Signals>,
+    /// Where the ids of committed enqueues go as RabbitMQ wake-up hints, if anywhere
+    /// (see [`Store::with_amqp_hints`]).
+    #[cfg(feature = "amqp")]
+    hints: Option<crate::amqp::HintPublisher>,
 }
 
 /// In-process signals shared by the clones of a [`Store`].
@@ -94,7 +98,24 @@ impl Store {
                 write_gate: (backend == DbBackend::Sqlite).then(|| Arc::new(Mutex::new(()))),
                 origin: Uuid::new_v4(),
             }),
+            #[cfg(feature = "amqp")]
+            hints: None,
         }
+    }
+
+    /// Makes this store, and the clones made from it afterwards, publish a RabbitMQ wake-up
+    /// hint (the task's id) for every task it enqueues, once the enqueue has committed
+    /// (feature `amqp`; see [`crate::amqp`]). Call it before cloning the store. Starts the
+    /// background publisher on the current tokio runtime; fails only for a configuration
+    /// that could never work, not for a broker that is down (hints are dropped until it is
+    /// back).
+    #[cfg(feature = "amqp")]
+    pub fn with_amqp_hints(
+        mut self,
+        config: &crate::amqp::AmqpConfig,
+    ) -> Result<Self, crate::QueueError> {
+        self.hints = Some(crate::amqp::HintPublisher::start(config)?);
+        Ok(self)
     }
 
     pub fn db(&self) -> &DatabaseConnection {
@@ -115,11 +136,28 @@ impl Store {
         self.signals.events.subscribe()
     }
 
-    /// Wakes this process's producers. Call it after committing a transaction in which you
-    /// enqueued through [`Store::enqueue`] yourself; [`QueueTransaction::commit`] does it for
-    /// you. Forgetting it delays the task by at most the producer's sweep interval.
+    /// Wakes this process's producers. [`Store::notify_enqueued`] does this and more; this
+    /// alone suits a commit that made work runnable without knowing which tasks.
     pub fn notify_committed(&self) {
         self.signals.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// The after-commit hook of an enqueue: wakes this process's producers, announces the
+    /// tasks to subscribers and, with `Store::with_amqp_hints` (feature `amqp`), hands their
+    /// ids to the RabbitMQ publisher (never waiting for it). Call it after committing a
+    /// transaction in which you enqueued through [`Store::enqueue`] yourself, with the rows
+    /// it returned; [`QueueTransaction::commit`] does it for you. Forgetting it delays the
+    /// tasks by at most the producers' sweep interval.
+    pub fn notify_enqueued(&self, tasks: &[Task]) {
+        if tasks.is_empty() {
+            return;
+        }
+        self.notify_committed();
+        self.publish(tasks);
+        #[cfg(feature = "amqp")]
+        if let Some(hints) = &self.hints {
+            hints.send(tasks.iter().map(|task| task.id));
+        }
     }
 
     /// A transaction for queue writes.

@@ -116,25 +116,15 @@ impl Drop for TestDatabase {
     fn drop(&mut self) {
         if let Cleanup::Postgres { admin_url, name } = &self.cleanup {
             let (admin_url, name) = (admin_url.clone(), name.clone());
-            // Drop runs inside the test's runtime, which cannot be blocked on; a short-lived
-            // thread with its own runtime removes the database (closing any open sessions).
-            let _ = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("build a runtime");
-                runtime.block_on(async {
-                    if let Ok(admin) = connect(&admin_url, 1).await {
-                        let _ = admin
-                            .execute_unprepared(&format!(
-                                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                            ))
-                            .await;
-                        let _ = admin.close().await;
-                    }
-                });
-            })
-            .join();
+            // Removes the database, closing any open sessions.
+            super::block_on_aside(async move {
+                if let Ok(admin) = connect(&admin_url, 1).await {
+                    let _ = admin
+                        .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .await;
+                    let _ = admin.close().await;
+                }
+            });
         }
     }
 }

@@ -1,13 +1,17 @@
 //! Test support (feature `testing`): throwaway databases on both backends, the macro that
 //! runs one test body against each of them, factories, and executors for tests.
 
+#[cfg(feature = "amqp")]
+mod amqp;
 mod database;
 mod executors;
 mod support;
 
+#[cfg(feature = "amqp")]
+pub use amqp::rabbitmq_url;
 pub use database::{Backend, TestDatabase, postgres_admin_url};
 pub use executors::ItemsExecutor;
-pub use support::{create_effect_table, fast_config, peak_rss_mib, wait_until};
+pub use support::{block_on_aside, create_effect_table, fast_config, peak_rss_mib, wait_until};
 
 /// Defines, for each named `async fn name(db: TestDatabase)`, a module `name` with two tests,
 /// `sqlite` and `postgres`, each running the body against a fresh, migrated database of that

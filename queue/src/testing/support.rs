@@ -1,5 +1,6 @@
 //! Factories and waiting helpers for tests of the queue and of crates built on it.
 
+use std::future::Future;
 use std::time::Duration;
 
 use sea_orm::ConnectionTrait;
@@ -75,4 +76,18 @@ pub fn peak_rss_mib() -> f64 {
                 .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
         .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// Runs `cleanup` to completion on a short-lived thread with a runtime of its own and waits
+/// for it: for a `Drop` that must do async work, since it runs inside the test's runtime,
+/// which cannot be blocked on.
+pub fn block_on_aside(cleanup: impl Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("build a runtime")
+            .block_on(cleanup);
+    })
+    .join();
 }

@@ -1,6 +1,8 @@
 //! The queue's conformance suite: every test runs on SQLite and on PostgreSQL.
 
 mod admin;
+#[cfg(feature = "amqp")]
+mod amqp;
 mod claim;
 mod crash;
 mod enqueue;
@@ -129,6 +131,11 @@ impl Bundle {
 
     /// Waits until `count` tasks are in `status`.
     async fn wait_count(&mut self, status: TaskStatus, count: u64) {
+        self.wait_count_within(status, count, PATIENCE).await;
+    }
+
+    /// Waits until `count` tasks are in `status`; fails after `limit`.
+    async fn wait_count_within(&mut self, status: TaskStatus, count: u64, limit: Duration) {
         let store = self.store.clone();
         let filter = queue::TaskFilter {
             statuses: vec![status],
@@ -136,7 +143,7 @@ impl Bundle {
         };
         testing::wait_until(
             &mut self.events,
-            PATIENCE,
+            limit,
             &format!("{count} tasks are {status}"),
             async || store.task_count(&filter).await.unwrap() == count,
         )
