@@ -23,7 +23,12 @@ results="$out/results-$(date +%Y%m%dT%H%M%S).jsonl"
 
 step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
 # Runs a command, showing its output and keeping its JSON lines.
-collect() { "$@" | tee /dev/stderr | grep '^{' >> "$results" || true; }
+collect() {
+  "$@" | while IFS= read -r line; do
+    printf '%s\n' "$line"
+    if [[ $line == "{"* ]]; then printf '%s\n' "$line" >> "$results"; fi
+  done
+}
 
 step "release build of the benchmarks"
 cargo build --release --quiet --features queue/testing,caseload/testing \

@@ -213,7 +213,23 @@ pub async fn search_people<C: ConnectionTrait>(
         )));
     }
     let backend = db.get_database_backend();
-    let counted = count_matches(db, backend, filter).await?;
+    // A "contains" search alone reads `person_contains` twice, once to count and once to
+    // sort, and nearly always pages by sorting its matches: both passes run at once (on two
+    // pooled connections; a transaction runs them one after the other), and the page is
+    // thrown away in the rare case the count picks another plan. At a million people on
+    // PostgreSQL the two passes take about 33 ms each.
+    let (counted, speculative) = match filter.only_contains() {
+        Some(_) => {
+            let keys = match_keys(backend, filter, Plan::UseFilterIndexes)?;
+            let (counted, ids) = futures_util::future::join(
+                count_matches(db, backend, filter),
+                page_ids(db, keys, Plan::UseFilterIndexes, page),
+            )
+            .await;
+            (counted?, Some(ids?))
+        }
+        None => (count_matches(db, backend, filter).await?, None),
+    };
     // Which plan is fast depends on how many match. Walking the name index and filtering
     // finds a page at once when matches are spread through the alphabet, but a text filter's
     // matches can sit in one stretch of it ("O'Brien"), which no planner can know; and a
@@ -228,7 +244,10 @@ pub async fn search_people<C: ConnectionTrait>(
     } else {
         Plan::WalkSortIndex
     };
-    let ids = page_ids(db, match_keys(backend, filter, plan)?, plan, page).await?;
+    let ids = match speculative {
+        Some(ids) if plan == Plan::UseFilterIndexes => ids,
+        _ => page_ids(db, match_keys(backend, filter, plan)?, plan, page).await?,
+    };
     let people = people_in_order(db, &ids)
         .await?
         .into_iter()

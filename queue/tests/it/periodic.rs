@@ -48,6 +48,9 @@ async fn a_job_due_every_second_runs_once_per_due_time_on_three_nodes(db: TestDa
         nodes.push(node(&db, name, &runs).await);
     }
     tokio::time::sleep(Duration::from_secs(20)).await;
+    // Counted now: the nodes stop one after another, and the others keep running the job
+    // meanwhile (on a loaded machine that took seconds and added runs to the count).
+    let in_window = runs.lock().unwrap().len();
     for node in nodes {
         node.shutdown(Duration::from_secs(5)).await;
     }
@@ -58,10 +61,11 @@ async fn a_job_due_every_second_runs_once_per_due_time_on_three_nodes(db: TestDa
         runs.len(),
         "a due time ran twice: {runs:?}"
     );
+    // About one run per second; a run held up past its successor's due time is coalesced
+    // with it (the missed-run policy), so a loaded machine may see a few fewer.
     assert!(
-        (19..=22).contains(&runs.len()),
-        "{} runs in 20 s: {runs:?}",
-        runs.len()
+        (17..=22).contains(&in_window),
+        "{in_window} runs in 20 s: {runs:?}"
     );
     // Due times sit on the one-second grid from the first.
     let first = runs.iter().map(|(due, _)| *due).min().unwrap();
@@ -69,9 +73,8 @@ async fn a_job_due_every_second_runs_once_per_due_time_on_three_nodes(db: TestDa
         assert_eq!((*due - first).subsec_nanos(), 0, "{due} is off the grid");
     }
     eprintln!(
-        "periodic ({:?}): {} runs in 20 s on 3 nodes, by {} distinct nodes",
+        "periodic ({:?}): {in_window} runs in 20 s on 3 nodes, by {} distinct nodes",
         db.backend,
-        runs.len(),
         runs.iter().map(|(_, n)| n).collect::<HashSet<_>>().len()
     );
 
