@@ -9,8 +9,9 @@ const PREFIX_SEARCH_COLUMNS: [&str; 4] = ["first_name", "last_name", "school_id"
 
 /// The text "contains" search looks in, as one lowercased expression over the columns of
 /// `row` (`person` or a trigger's `new`). `caseload::search` repeats it verbatim: PostgreSQL
-/// uses an expression index only for the identical expression.
-fn contains_expression(row: &str) -> String {
+/// uses an expression index only for the identical expression. Later migrations
+/// (`000021`, `000040`) store the same text, so they use this function.
+pub(crate) fn contains_expression(row: &str) -> String {
     format!(
         "lower({row}.first_name || ' ' || {row}.last_name || ' ' || {row}.school_id || ' ' || \
          coalesce({row}.email, ''))"

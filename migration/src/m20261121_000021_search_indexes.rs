@@ -13,6 +13,8 @@
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
 
+use crate::m20261121_000020_caseload_actions::contains_expression as contains_text;
+
 /// The columns a name word is a prefix of; each gets a covering index.
 const NAME_COLUMNS: [&str; 3] = ["first_name", "last_name", "school_id"];
 
@@ -35,16 +37,6 @@ const CONTAINS_AFTER: ContainsTable = ContainsTable {
     options: "content='', contentless_delete=1, contentless_unindexed=1, \
               tokenize='trigram case_sensitive 1', detail='full'",
 };
-
-/// The text `person_contains` indexes for `row` (`person` or a trigger's `new`): the
-/// expression of `m20261121_000020`, which `caseload::search` repeats for its LIKE, and
-/// the text PostgreSQL's `person_contains` stores (`m20261121_000040`).
-pub(crate) fn contains_text(row: &str) -> String {
-    format!(
-        "lower({row}.first_name || ' ' || {row}.last_name || ' ' || {row}.school_id || ' ' || \
-         coalesce({row}.email, ''))"
-    )
-}
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;

@@ -17,7 +17,7 @@
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
 
-use crate::m20261121_000021_search_indexes::contains_text;
+use crate::m20261121_000020_caseload_actions::contains_expression as contains_text;
 
 /// The columns of `person_contains`, filled from `row`.
 fn contains_row(row: &str) -> String {
