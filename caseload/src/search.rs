@@ -24,9 +24,14 @@ pub const MIN_CONTAINS_LEN: usize = 3;
 const CONTAINS_EXPRESSION: &str =
     "lower(first_name || ' ' || last_name || ' ' || school_id || ' ' || coalesce(email, ''))";
 
-/// The table holding each person's "contains" text and sort key, on both backends (an FTS5
-/// table on SQLite, a table under a trigram index on PostgreSQL).
+/// The table answering "contains" searches on both backends: an FTS5 phrase index on SQLite
+/// (rowids only), a table of each person's text and sort key under a trigram index on
+/// PostgreSQL.
 const CONTAINS_TABLE: &str = "person_contains";
+
+/// SQLite only: each person's sort key by `person` rowid, the rowids FTS5 answers with
+/// (migration `m20261122_000041`).
+const SORT_KEY_TABLE: &str = "person_sort_key";
 
 /// Where a page's count stops: beyond it the page reports "more than this many".
 pub const COUNT_CAP: u64 = 100_000;
@@ -62,6 +67,13 @@ const NAME_COLUMNS: [person::Column; 3] = [
     person::Column::FirstName,
     person::Column::LastName,
     person::Column::SchoolId,
+];
+
+/// The order of every search: last name, first name, then id (namesakes page stably).
+const SORT_KEY: [person::Column; 3] = [
+    person::Column::LastName,
+    person::Column::FirstName,
+    person::Column::Id,
 ];
 
 /// The alias of the subquery of matching sort keys that pages and counts read.
@@ -212,41 +224,22 @@ pub async fn search_people<C: ConnectionTrait>(
             "page_size must be between 1 and {MAX_PAGE_SIZE}"
         )));
     }
+    filter.validate()?;
     let backend = db.get_database_backend();
-    // A "contains" search alone reads `person_contains` twice, once to count and once to
-    // sort, and nearly always pages by sorting its matches: both passes run at once (on two
-    // pooled connections; a transaction runs them one after the other), and the page is
-    // thrown away in the rare case the count picks another plan. At a million people on
-    // PostgreSQL the two passes take about 33 ms each.
-    let (counted, speculative) = match filter.only_contains() {
-        Some(_) => {
-            let keys = match_keys(backend, filter, Plan::UseFilterIndexes)?;
-            let (counted, ids) = futures_util::future::join(
-                count_matches(db, backend, filter),
-                page_ids(db, keys, Plan::UseFilterIndexes, page),
-            )
-            .await;
-            (counted?, Some(ids?))
+    let one_pass = match (filter.only_contains(), backend) {
+        (Some(text), DbBackend::Postgres) => {
+            contains_page(db, backend, &text.to_lowercase(), page).await?
         }
-        None => (count_matches(db, backend, filter).await?, None),
+        _ => None,
     };
-    // Which plan is fast depends on how many match. Walking the name index and filtering
-    // finds a page at once when matches are spread through the alphabet, but a text filter's
-    // matches can sit in one stretch of it ("O'Brien"), which no planner can know; and a
-    // handful of matches are found fastest through their own index whatever they are. Then
-    // the matches' sort keys are collected and sorted.
-    let sort_after_filter =
-        counted <= SORT_ALWAYS_MAX || (filter.has_text() && counted <= SORT_AFTER_FILTER_MAX);
-    let plan = if sort_after_filter {
-        Plan::UseFilterIndexes
-    } else if filter.only_status_or_coach() {
-        Plan::WalkFilterIndex
-    } else {
-        Plan::WalkSortIndex
-    };
-    let ids = match speculative {
-        Some(ids) if plan == Plan::UseFilterIndexes => ids,
-        _ => page_ids(db, match_keys(backend, filter, plan)?, plan, page).await?,
+    let (counted, ids) = match one_pass {
+        Some(found) => found,
+        None => {
+            let counted = count_matches(db, backend, filter).await?;
+            let plan = choose_plan(filter, counted);
+            let keys = match_keys(backend, filter, plan)?;
+            (counted, page_ids(db, keys, plan, page).await?)
+        }
     };
     let people = people_in_order(db, &ids)
         .await?
@@ -260,6 +253,61 @@ pub async fn search_people<C: ConnectionTrait>(
         page: page.page,
         page_size: page.page_size,
     })
+}
+
+/// Which plan finds a page fast, given how many match.
+///
+/// Walking the name index and filtering finds a page at once when matches are spread
+/// through the alphabet, but a text filter's matches can sit in one stretch of it
+/// ("O'Brien"), which no planner can know; and a handful of matches are found fastest
+/// through their own index whatever they are. Then the matches' sort keys are collected and
+/// sorted.
+fn choose_plan(filter: &PersonFilter, counted: u64) -> Plan {
+    let sort_after_filter =
+        counted <= SORT_ALWAYS_MAX || (filter.has_text() && counted <= SORT_AFTER_FILTER_MAX);
+    if sort_after_filter {
+        Plan::UseFilterIndexes
+    } else if filter.only_status_or_coach() {
+        Plan::WalkFilterIndex
+    } else {
+        Plan::WalkSortIndex
+    }
+}
+
+/// PostgreSQL: a "contains"-only search in one pass over its matches, the page and how many
+/// match from `COUNT(*) OVER ()` beside the sort. For the 38,000 O'Briens at a million
+/// people, counting alone re-reads every match (19 ms) before the page does (26 ms); the one
+/// pass takes 31 ms. Not on SQLite, whose FTS5 index counts without reading any row (3 ms)
+/// while the window costs its sort 12 ms more.
+///
+/// `None` when the one pass does not answer: more than [`SORT_AFTER_FILTER_MAX`] match (the
+/// pass stops there, and such a page is found by walking the name index), or the page lies
+/// past the last match (no row carries the count).
+async fn contains_page<C: ConnectionTrait>(
+    db: &C,
+    backend: DbBackend,
+    text: &str,
+    page: PageRequest,
+) -> Result<Option<(u64, Vec<Uuid>)>, CaseloadError> {
+    let keys = contains_keys(backend, text)
+        .limit(SORT_AFTER_FILTER_MAX + 1)
+        .to_owned();
+    let query = page_query(keys, Plan::UseFilterIndexes, page)
+        .expr_as(Expr::cust("COUNT(*) OVER ()"), "total")
+        .to_owned();
+    let rows = db.query_all(&query).await?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let counted = u64::try_from(first.try_get_by_index::<i64>(1)?).unwrap_or_default();
+    if counted > SORT_AFTER_FILTER_MAX {
+        return Ok(None);
+    }
+    let ids = rows
+        .iter()
+        .map(|row| row.try_get_by_index(0))
+        .collect::<Result<_, _>>()?;
+    Ok(Some((counted, ids)))
 }
 
 /// How many people match `filter` within `actor`'s scope: what a bulk action over a saved
@@ -353,14 +401,22 @@ async fn count_matches<C: ConnectionTrait>(
     backend: DbBackend,
     filter: &PersonFilter,
 ) -> Result<u64, CaseloadError> {
-    let matches = Query::select()
-        .expr(Expr::val(1))
-        .from_subquery(
-            match_keys(backend, filter, Plan::UseFilterIndexes)?,
-            MATCHES,
-        )
-        .limit(COUNT_CAP + 1)
-        .to_owned();
+    let mut matches = match filter.only_contains() {
+        // The "contains" index alone: counting needs no sort key.
+        Some(text) => Query::select()
+            .expr(Expr::val(1))
+            .from(CONTAINS_TABLE)
+            .cond_where(contains_table_matches(backend, &text.to_lowercase()))
+            .to_owned(),
+        None => Query::select()
+            .expr(Expr::val(1))
+            .from_subquery(
+                match_keys(backend, filter, Plan::UseFilterIndexes)?,
+                MATCHES,
+            )
+            .to_owned(),
+    };
+    matches.limit(COUNT_CAP + 1);
     let count = Query::select()
         .expr(Expr::cust("COUNT(*)"))
         .from_subquery(matches, "counted")
@@ -379,23 +435,16 @@ async fn count_matches<C: ConnectionTrait>(
 ///   served by that column's covering index (which also holds what the other words test):
 ///   a page of 26,444 "Ada"s takes 20 ms instead of 190 ms from the table. The OR of the
 ///   three columns in one SELECT would visit the table for every match on both backends;
-/// - a "contains" search alone reads `person_contains`, which stores each person's sort key
-///   next to the text (38,000 O'Briens at a million people, a page: 49 ms instead of 72
-///   through `person` on SQLite; on PostgreSQL see `m20261121_000040`).
+/// - a "contains" search alone reads narrow tables only ([`contains_keys`]).
 fn match_keys(
     backend: DbBackend,
     filter: &PersonFilter,
     plan: Plan,
 ) -> Result<SelectStatement, CaseloadError> {
     filter.validate()?;
-    let sort_key = [
-        person::Column::LastName,
-        person::Column::FirstName,
-        person::Column::Id,
-    ];
     let keys = |condition: Condition| {
         Query::select()
-            .columns(sort_key)
+            .columns(SORT_KEY)
             .from(person::Entity)
             .cond_where(condition)
             .to_owned()
@@ -404,11 +453,7 @@ fn match_keys(
         return Ok(keys(condition(backend, filter, plan)?));
     }
     if let Some(text) = filter.only_contains() {
-        return Ok(Query::select()
-            .columns(sort_key)
-            .from(CONTAINS_TABLE)
-            .cond_where(contains_table_matches(backend, &text.to_lowercase()))
-            .to_owned());
+        return Ok(contains_keys(backend, &text.to_lowercase()));
     }
     let Some((word, rest)) = filter.split_name_word() else {
         return Ok(keys(condition(backend, filter, plan)?));
@@ -423,6 +468,26 @@ fn match_keys(
     Ok(union)
 }
 
+/// The sort key of every person whose text contains `text` (already lowercase), read from
+/// narrow tables and never from `person`: on PostgreSQL `person_contains` holds the key
+/// next to the text (see `m20261121_000040`); on SQLite the FTS5 index finds the rowids
+/// (3 ms for the 38,000 O'Briens at a million people) and `person_sort_key` has their keys
+/// (see `m20261122_000041`).
+fn contains_keys(backend: DbBackend, text: &str) -> SelectStatement {
+    let table = match backend {
+        DbBackend::Sqlite => SORT_KEY_TABLE,
+        _ => CONTAINS_TABLE,
+    };
+    let mut keys = Query::select().columns(SORT_KEY).from(table).to_owned();
+    match backend {
+        DbBackend::Sqlite => {
+            keys.and_where(Expr::col("rid").in_subquery(matching(backend, text, "rowid")))
+        }
+        _ => keys.cond_where(contains_table_matches(backend, text)),
+    };
+    keys
+}
+
 /// The ids of one page of `keys`, in page order.
 ///
 /// Only the sort keys are sorted and skipped, and only the page's rows are then read
@@ -435,13 +500,22 @@ async fn page_ids<C: ConnectionTrait>(
     plan: Plan,
     page: PageRequest,
 ) -> Result<Vec<Uuid>, CaseloadError> {
+    let rows = db.query_all(&page_query(keys, plan, page)).await?;
+    Ok(rows
+        .iter()
+        .map(|row| row.try_get_by_index(0))
+        .collect::<Result<_, _>>()?)
+}
+
+/// The query of [`page_ids`]: the ids of one page of `keys`, sorted.
+fn page_query(keys: SelectStatement, plan: Plan, page: PageRequest) -> SelectStatement {
     let last_name = match plan {
         Plan::UseFilterIndexes => Expr::cust(format!("{MATCHES}.last_name || ''")),
         Plan::WalkSortIndex | Plan::WalkFilterIndex => {
             Expr::col((MATCHES, person::Column::LastName))
         }
     };
-    let query = Query::select()
+    Query::select()
         .column((MATCHES, person::Column::Id))
         .from_subquery(keys, MATCHES)
         .order_by_expr(last_name, Order::Asc)
@@ -449,12 +523,7 @@ async fn page_ids<C: ConnectionTrait>(
         .order_by((MATCHES, person::Column::Id), Order::Asc)
         .limit(page.page_size)
         .offset(page.page.saturating_mul(page.page_size))
-        .to_owned();
-    let rows = db.query_all(&query).await?;
-    Ok(rows
-        .iter()
-        .map(|row| row.try_get_by_index(0))
-        .collect::<Result<_, _>>()?)
+        .to_owned()
 }
 
 /// The people with these ids, in the order of `ids` (one page: at most [`MAX_PAGE_SIZE`]).
@@ -541,26 +610,30 @@ fn condition(
 /// text to test, so the LIKE over `person` is the condition and the table, whose phrase
 /// query matches the same rows, only narrows it down (a walk offers no index at all).
 fn contains(backend: DbBackend, walk: bool, text: &str) -> Condition {
-    let matching_ids = |id: &'static str| {
-        Query::select()
-            .column(id)
-            .from(CONTAINS_TABLE)
-            .cond_where(contains_table_matches(backend, text))
-            .to_owned()
-    };
     match backend {
         DbBackend::Postgres => {
-            Condition::all().add(person::Column::Id.in_subquery(matching_ids("id")))
+            Condition::all().add(person::Column::Id.in_subquery(matching(backend, text, "id")))
         }
         _ => {
             let like =
                 Condition::all().add(Expr::cust(CONTAINS_EXPRESSION).like(contains_pattern(text)));
             match walk {
                 true => like,
-                false => like.add(Expr::cust("person.rowid").in_subquery(matching_ids("rowid"))),
+                false => like
+                    .add(Expr::cust("person.rowid").in_subquery(matching(backend, text, "rowid"))),
             }
         }
     }
+}
+
+/// `column` (`id` on PostgreSQL, `rowid` on SQLite) of the rows of `person_contains` whose
+/// text contains `text` (already lowercase).
+fn matching(backend: DbBackend, text: &str, column: &'static str) -> SelectStatement {
+    Query::select()
+        .column(column)
+        .from(CONTAINS_TABLE)
+        .cond_where(contains_table_matches(backend, text))
+        .to_owned()
 }
 
 /// The rows of `person_contains` whose text contains `text` (already lowercase): an FTS5

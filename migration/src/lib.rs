@@ -12,6 +12,7 @@ mod m20261121_000020_caseload_actions;
 mod m20261121_000021_search_indexes;
 mod m20261121_000022_name_order_indexes;
 mod m20261121_000040_postgres_contains_table;
+mod m20261122_000041_sqlite_sort_keys;
 
 /// Every migration of the product, in the order they apply.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000022_name_order_indexes::Migration),
             Box::new(queue::schema::m20261121_000030_queue_scheduler::Migration),
             Box::new(m20261121_000040_postgres_contains_table::Migration),
+            Box::new(m20261122_000041_sqlite_sort_keys::Migration),
         ]
     }
 }

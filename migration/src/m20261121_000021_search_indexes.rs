@@ -19,10 +19,10 @@ use crate::m20261121_000020_caseload_actions::contains_expression as contains_te
 const NAME_COLUMNS: [&str; 3] = ["first_name", "last_name", "school_id"];
 
 /// A layout of SQLite's `person_contains` FTS5 table.
-struct ContainsTable {
+pub(crate) struct ContainsTable {
     /// Columns of `person` the table stores (UNINDEXED) next to the text it indexes.
-    stored: &'static [&'static str],
-    options: &'static str,
+    pub stored: &'static [&'static str],
+    pub options: &'static str,
 }
 
 /// As `m20261121_000020` created it: rowids only, a superset of "contains".
@@ -32,7 +32,7 @@ const CONTAINS_BEFORE: ContainsTable = ContainsTable {
 };
 
 /// Exact phrase matches, with the sort key of each person.
-const CONTAINS_AFTER: ContainsTable = ContainsTable {
+pub(crate) const CONTAINS_AFTER: ContainsTable = ContainsTable {
     stored: &["last_name", "first_name", "id"],
     options: "content='', contentless_delete=1, contentless_unindexed=1, \
               tokenize='trigram case_sensitive 1', detail='full'",
@@ -115,7 +115,7 @@ fn lowered(backend: DatabaseBackend, column: &str) -> String {
 /// million people), and recreates the triggers that keep it current: on insert, on delete,
 /// and on updates of the searched columns (which include the stored sort key; `id` never
 /// changes), so status changes never touch it.
-fn rebuild_contains(layout: &ContainsTable) -> Vec<String> {
+pub(crate) fn rebuild_contains(layout: &ContainsTable) -> Vec<String> {
     let columns = |row: &str| {
         let mut values = vec![format!("{row}.rowid"), contains_text(row)];
         values.extend(layout.stored.iter().map(|column| format!("{row}.{column}")));

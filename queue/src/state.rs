@@ -45,9 +45,9 @@ pub enum TaskStatus {
     #[sea_orm(string_value = "QUEUED")]
     Queued,
     /// Claimed by a node (`scheduled_by_process`) that has a free executor slot for it. The
-    /// claiming transaction itself moves it on to `Executing` (the node starts what it
-    /// claims at once), so other readers see this status only in the task's history; the
-    /// rescuer treats it like `Executing`.
+    /// claiming UPDATE moves it straight on to `Executing` (the node starts what it claims
+    /// at once), so this status appears in the task's history only; the rescuer treats a
+    /// row in it (written by an older version) like `Executing`.
     #[sea_orm(string_value = "SCHEDULING")]
     Scheduling,
     /// An executor is running it. The worker moves it to `Completed`, `Queued` (retry or

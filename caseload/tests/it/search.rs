@@ -306,6 +306,20 @@ async fn email_contains_and_watch_filters(db: TestDatabase) {
     // ... including the sort key it keeps: "Quux" now sorts before the other Zeds.
     let renamed_first = search(&db, contains("zed")).await.people[0].id;
     assert_eq!(renamed_first, ids[0]);
+    // A page past the last match still says how many match.
+    let past_end = search_people(
+        &db.conn,
+        &contains("zed"),
+        PageRequest {
+            page: 9,
+            page_size: 50,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(past_end.people.is_empty());
+    assert_eq!(past_end.total, search(&db, contains("zed")).await.total);
+    assert!(past_end.total > 0);
     person::Entity::delete_by_id(ids[1])
         .exec(&db.conn)
         .await

@@ -239,9 +239,8 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
 ///
 /// The probe must cost the database next to nothing, or it competes with the nodes for the
 /// two cores: with the statuses as literals both planners know from their statistics how
-/// few rows match and stop at the first one. (`Store::task_count` binds them as parameters;
-/// on a million retained tasks PostgreSQL's generic plan then expects a third of the table
-/// and ran a parallel scan at every poll, which cut the aged drain to a fifth.)
+/// few rows match and stop at the first one, where a count would visit every queued task
+/// at every poll.
 async fn wait_until_drained(store: &Store) -> Result<(), Error> {
     let probe = Statement::from_string(
         store.backend(),

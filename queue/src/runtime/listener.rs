@@ -1,16 +1,11 @@
 //! PostgreSQL only: LISTENs for wake-ups (tasks enqueued or requeued by any node) and for
 //! task events published by other nodes, and relays them in-process.
 
-use std::time::Duration;
-
 use sea_orm::sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::Store;
 use crate::store::history::{EVENT_CHANNEL, RemoteEvents, WAKE_CHANNEL};
-
-/// Pause before reconnecting after the listening connection failed.
-const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
 
 pub(crate) struct Listener {
     pub store: Store,
@@ -19,15 +14,7 @@ pub(crate) struct Listener {
 
 impl Listener {
     pub async fn run(self) {
-        while !self.stop.is_cancelled() {
-            if let Err(error) = self.listen().await {
-                tracing::warn!(%error, "LISTEN connection failed; reconnecting");
-                tokio::select! {
-                    () = self.stop.cancelled() => {}
-                    () = tokio::time::sleep(RECONNECT_BACKOFF) => {}
-                }
-            }
-        }
+        super::reconnecting(&self.stop, "LISTEN", || self.listen()).await;
     }
 
     /// Listens until stopped or the connection fails.

@@ -1,6 +1,7 @@
 //! The long-lived side of the queue: one [`Runtime`] per process runs the producer (claims
 //! tasks for free executor slots), the workers, the completer (batched outcomes), the
-//! heartbeat, the rescuer, the pruner, on PostgreSQL the LISTEN relay and, with the `amqp`
+//! heartbeat, the rescuer, the pruner, on PostgreSQL the LISTEN relay, on SQLite the watch
+//! for other processes' commits and, with the `amqp`
 //! feature and `RuntimeConfig::amqp` set, the RabbitMQ wake-up consumer.
 //!
 //! # Shutdown
@@ -18,6 +19,7 @@ mod periodic;
 mod producer;
 mod pruner;
 mod rescuer;
+mod sqlite_watch;
 mod worker;
 
 use std::future::Future;
@@ -46,12 +48,15 @@ use periodic::PeriodicRunner;
 use producer::Producer;
 use pruner::{PRUNE_JOB, Pruner};
 use rescuer::{RESCUE_JOB, Rescuer};
+use sqlite_watch::SqliteWatch;
 use worker::Worker;
 
 /// Default [`RuntimeConfig::workers`].
 pub const WORKERS_DEFAULT: usize = 16;
 /// Default [`RuntimeConfig::sweep_interval`].
 pub const SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
+/// Default [`RuntimeConfig::sqlite_poll_interval`].
+pub const SQLITE_POLL_INTERVAL_DEFAULT: Duration = Duration::from_millis(1);
 /// Default [`RuntimeConfig::cancel_grace`].
 pub const CANCEL_GRACE_DEFAULT: Duration = Duration::from_secs(5);
 /// Default [`RuntimeConfig::completion_batch`].
@@ -68,6 +73,10 @@ pub struct RuntimeConfig {
     /// How long the producer sleeps without a wake-up before looking for due tasks anyway:
     /// the safety net for a missed notification. Default [`SWEEP_INTERVAL_DEFAULT`] (1 s).
     pub sweep_interval: Duration,
+    /// SQLite only: how often the node looks for commits of other processes (tasks they
+    /// enqueued) with `PRAGMA data_version`, which costs microseconds. PostgreSQL nodes are
+    /// woken by NOTIFY instead. Default [`SQLITE_POLL_INTERVAL_DEFAULT`] (1 ms).
+    pub sqlite_poll_interval: Duration,
     /// Default [`HEARTBEAT_INTERVAL_DEFAULT`] (5 s).
     pub heartbeat_interval: Duration,
     /// A node without a heartbeat for this long is dead and its tasks are rescued. Must be
@@ -97,6 +106,7 @@ impl Default for RuntimeConfig {
             system_id: "bulkq".to_owned(),
             workers: WORKERS_DEFAULT,
             sweep_interval: SWEEP_INTERVAL_DEFAULT,
+            sqlite_poll_interval: SQLITE_POLL_INTERVAL_DEFAULT,
             heartbeat_interval: HEARTBEAT_INTERVAL_DEFAULT,
             node_timeout: NODE_TIMEOUT_DEFAULT,
             rescue_interval: RESCUE_INTERVAL_DEFAULT,
@@ -128,6 +138,7 @@ impl RuntimeConfig {
         }
         let zero = [
             self.sweep_interval,
+            self.sqlite_poll_interval,
             self.heartbeat_interval,
             self.rescue_interval,
             self.prune_interval,
@@ -241,15 +252,23 @@ impl Runtime {
                 .run(),
             ));
         }
-        if store.backend() == DbBackend::Postgres {
-            services.push(tokio::spawn(
+        services.push(match store.backend() {
+            DbBackend::Postgres => tokio::spawn(
                 Listener {
                     store: store.clone(),
                     stop: stop_services.clone(),
                 }
                 .run(),
-            ));
-        }
+            ),
+            _ => tokio::spawn(
+                SqliteWatch {
+                    store: store.clone(),
+                    poll_interval: config.sqlite_poll_interval,
+                    stop: stop_services.clone(),
+                }
+                .run(),
+            ),
+        });
         #[cfg(feature = "amqp")]
         if let Some(amqp) = &config.amqp {
             services.push(tokio::spawn(
@@ -275,6 +294,30 @@ impl Runtime {
             completer,
             services,
         })
+    }
+}
+
+/// Pause before a service that lost its own connection (LISTEN, the SQLite watch) opens it
+/// again.
+const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Runs `session` (a service on a connection of its own, which returns when `stop` fires
+/// or fails when the connection does) until `stop` fires, opening a new session
+/// [`RECONNECT_BACKOFF`] after each failure.
+async fn reconnecting<F, Fut, E>(stop: &CancellationToken, what: &'static str, mut session: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    while !stop.is_cancelled() {
+        if let Err(error) = session().await {
+            tracing::warn!(%error, service = what, "connection failed; reconnecting");
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = tokio::time::sleep(RECONNECT_BACKOFF) => {}
+            }
+        }
     }
 }
 

@@ -37,10 +37,10 @@ struct NextRunAt {
 
 impl Store {
     /// Claims up to `max` due tasks for `node_id`, in priority then FIFO order, and starts
-    /// them: QUEUED → SCHEDULING (attempt and lease bumped) → EXECUTING, both steps in one
-    /// transaction. The node starts every task it claims at once (it claims no more than
-    /// it has free slots), so committing the start separately would only double the cost
-    /// of a claim; both steps are still recorded in the history.
+    /// them: QUEUED → EXECUTING (attempt and lease bumped) in one UPDATE. The node starts
+    /// every task it claims at once (it claims no more than it has free slots), so a
+    /// separate start would only cost another statement per claim; the history still
+    /// records both steps, claimed (SCHEDULING) and started (EXECUTING).
     pub async fn task_get_available(
         &self,
         params: TaskGetAvailableParams<'_>,
@@ -58,24 +58,11 @@ impl Store {
                 i64::from(params.max).into(),
             ],
         );
-        let claimed = Task::find_by_statement(statement).all(&*txn).await?;
-        if claimed.is_empty() {
-            return Ok(claimed);
+        let mut started = Task::find_by_statement(statement).all(&*txn).await?;
+        if started.is_empty() {
+            return Ok(started);
         }
-        history::record(&*txn, &claimed, params.node_id, params.now, |_| None).await?;
-        let mut started = task::Entity::update_many()
-            .col_expr(
-                Column::WorkflowStatus,
-                Expr::value(TaskStatus::Executing.as_str()),
-            )
-            .col_expr(Column::ExecutionStartedDate, Expr::value(params.now))
-            .filter(Column::WorkflowStatus.eq(TaskStatus::Scheduling))
-            .filter(held_by_lease(
-                claimed.iter().map(|t| (t.id, t.lease_version)),
-            ))
-            .exec_with_returning(&*txn)
-            .await?;
-        history::record(&*txn, &started, params.node_id, params.now, |_| None).await?;
+        history::record_claim(&*txn, &started, params.node_id, params.now).await?;
         history::notify_remote(&*txn, self.origin(), &started).await?;
         txn.commit().await?;
         self.publish(&started);

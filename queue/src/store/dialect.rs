@@ -3,7 +3,9 @@
 use sea_orm::DbBackend;
 
 /// Claims up to N due tasks of unpaused components, highest priority first, FIFO within a
-/// priority, in ONE statement that both selects and marks them.
+/// priority, in ONE statement that selects them and marks them started: the node claims
+/// only as many as it has free executor slots, so it starts each at once, and the
+/// SCHEDULING step is recorded in the history only (see `Store::task_get_available`).
 ///
 /// PostgreSQL: `FOR UPDATE SKIP LOCKED` makes concurrent claimers on other nodes pass over
 /// rows someone else is claiming instead of waiting for them or taking them twice.
@@ -32,8 +34,8 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
                  ORDER BY priority DESC, run_at, id \
                  LIMIT $3 \
                  FOR UPDATE SKIP LOCKED) \
-             UPDATE queue_task SET workflow_status = 'SCHEDULING', \
-                 scheduling_started_date = $1, scheduled_by_process = $2, \
+             UPDATE queue_task SET workflow_status = 'EXECUTING', \
+                 scheduling_started_date = $1, execution_started_date = $1, scheduled_by_process = $2, \
                  modified_date = $1, modified_by = $2, \
                  attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1 \
              FROM picked \
@@ -41,8 +43,8 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
              RETURNING queue_task.*"
         }
         _ => {
-            "UPDATE queue_task SET workflow_status = 'SCHEDULING', \
-                 scheduling_started_date = ?1, scheduled_by_process = ?2, \
+            "UPDATE queue_task SET workflow_status = 'EXECUTING', \
+                 scheduling_started_date = ?1, execution_started_date = ?1, scheduled_by_process = ?2, \
                  modified_date = ?1, modified_by = ?2, \
                  attempt = attempt + 1, lease_version = lease_version + 1 \
              WHERE workflow_status = 'QUEUED' AND id IN ( \

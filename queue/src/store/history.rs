@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::entity::task_event;
+use crate::state::TaskStatus;
 use crate::task::{QueueEvent, Task};
 
 /// PostgreSQL channel telling producers that runnable work appeared.
@@ -35,17 +36,53 @@ pub(crate) async fn record<C: ConnectionTrait>(
     now: DateTime<Utc>,
     message: impl Fn(&Task) -> Option<String>,
 ) -> Result<(), sea_orm::DbErr> {
-    for chunk in tasks.chunks(INSERT_CHUNK) {
-        let rows = chunk.iter().map(|task| task_event::ActiveModel {
-            id: Set(Uuid::now_v7()),
-            task_id: Set(task.id),
-            occurred_date: Set(now),
-            status: Set(task.workflow_status),
-            attempt: Set(task.attempt),
-            message: Set(message(task)),
-            actor: Set(actor.to_owned()),
-        });
-        task_event::Entity::insert_many(rows)
+    let entries = tasks
+        .iter()
+        .map(|task| entry(task, task.workflow_status, actor, now, message(task)));
+    insert(conn, entries).await
+}
+
+/// Appends a claim's two history entries per task, claimed (SCHEDULING) and started
+/// (EXECUTING): the claim's one UPDATE takes both steps at once.
+pub(crate) async fn record_claim<C: ConnectionTrait>(
+    conn: &C,
+    tasks: &[Task],
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<(), sea_orm::DbErr> {
+    let entries = tasks.iter().flat_map(|task| {
+        [TaskStatus::Scheduling, TaskStatus::Executing]
+            .map(|status| entry(task, status, actor, now, None))
+    });
+    insert(conn, entries).await
+}
+
+fn entry(
+    task: &Task,
+    status: TaskStatus,
+    actor: &str,
+    now: DateTime<Utc>,
+    message: Option<String>,
+) -> task_event::ActiveModel {
+    task_event::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        task_id: Set(task.id),
+        occurred_date: Set(now),
+        status: Set(status),
+        attempt: Set(task.attempt),
+        message: Set(message),
+        actor: Set(actor.to_owned()),
+    }
+}
+
+/// Inserts history entries [`INSERT_CHUNK`] rows per statement.
+async fn insert<C: ConnectionTrait>(
+    conn: &C,
+    entries: impl Iterator<Item = task_event::ActiveModel>,
+) -> Result<(), sea_orm::DbErr> {
+    let entries: Vec<_> = entries.collect();
+    for chunk in entries.chunks(INSERT_CHUNK) {
+        task_event::Entity::insert_many(chunk.iter().cloned())
             .exec_without_returning(conn)
             .await?;
     }

@@ -227,8 +227,11 @@ impl Setup {
         let log = RunLog::default();
         let mut registry = Registry::new();
         registry.register(COMPONENT, log.clone());
+        // The SQLite commit watch would wake the runtime as well; it looks as rarely as the
+        // producer sweeps, so the hint stays the only prompt way to learn of a task.
         let config = RuntimeConfig {
             sweep_interval,
+            sqlite_poll_interval: sweep_interval,
             amqp: Some(amqp.clone()),
             ..testing::fast_config("amqp")
         };

@@ -11,6 +11,7 @@ mod lock;
 mod outcomes;
 mod periodic;
 mod rescue;
+mod wake;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
