@@ -13,6 +13,9 @@
 //!   executor's first line, p50 / p95 / p99 / max.
 //! - **aged**: the drain again with 1,000,000 COMPLETED tasks (and their history) retained
 //!   in the table, and its rate as a share of the fresh table's.
+//! - **drain with prefetch**: the drain with `RuntimeConfig::prefetch` at 64 (`--prefetch`)
+//!   instead of the default 0, and its rate as a share of the default's: what a deployment
+//!   of many short tasks gains by letting nodes hold claimed tasks.
 //!
 //! The nodes are child processes of this one (see `worker`), so the figures include what
 //! crosses processes, and each node's peak RSS is its own. Prints one JSON line per scenario
@@ -40,6 +43,34 @@ struct Settings {
     backends: Vec<Backend>,
     tasks: usize,
     aged: usize,
+    prefetch: usize,
+}
+
+/// How the nodes of a drain run.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    processes: usize,
+    workers: usize,
+    prefetch: usize,
+}
+
+impl Shape {
+    /// `processes` nodes of `workers` slots, with the default (no) prefetch.
+    fn new(processes: usize, workers: usize) -> Self {
+        Self {
+            processes,
+            workers,
+            prefetch: queue::runtime::PREFETCH_DEFAULT,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mut text = format!("{} × {} workers", self.processes, self.workers);
+        if self.prefetch != queue::runtime::PREFETCH_DEFAULT {
+            text.push_str(&format!(", prefetch {}", self.prefetch));
+        }
+        text
+    }
 }
 
 const LATENCY_TASKS: usize = 300;
@@ -52,27 +83,39 @@ const POLL: Duration = Duration::from_millis(10);
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [command, url, workers, system_id] = args.as_slice()
+    if let [command, url, workers, prefetch, system_id] = args.as_slice()
         && command == "worker"
     {
-        return worker::run_node(url, workers.parse()?, system_id).await;
+        return worker::run_node(url, workers.parse()?, prefetch.parse()?, system_id).await;
     }
     let settings = settings(&args)?;
     let mut report = Report::default();
     for &backend in &settings.backends {
         let name = format!("{backend:?}").to_lowercase();
-        let Some(fresh) = drain(&mut report, backend, &settings, 1, 16, 0).await? else {
+        let single = Shape::new(1, 16);
+        let Some(fresh) = drain(&mut report, backend, &settings, single, 0).await? else {
             println!("{name}: skipped, no server answers");
             continue;
         };
         if backend == Backend::Postgres {
-            drain(&mut report, backend, &settings, 2, 8, 0).await?;
+            drain(&mut report, backend, &settings, Shape::new(2, 8), 0).await?;
         }
         latency(&mut report, backend).await?;
-        if let Some(aged) = drain(&mut report, backend, &settings, 1, 16, settings.aged).await? {
+        if let Some(aged) = drain(&mut report, backend, &settings, single, settings.aged).await? {
             println!(
                 "{name}: aged drain at {:.0} % of the fresh table's rate",
                 aged / fresh * 100.0
+            );
+        }
+        let prefetching = Shape {
+            prefetch: settings.prefetch,
+            ..single
+        };
+        if let Some(rate) = drain(&mut report, backend, &settings, prefetching, 0).await? {
+            println!(
+                "{name}: drain with prefetch {} at {:.0} % of the default's rate",
+                settings.prefetch,
+                rate / fresh * 100.0
             );
         }
     }
@@ -85,6 +128,7 @@ fn settings(args: &[String]) -> Result<Settings, Error> {
         backends: vec![Backend::Sqlite, Backend::Postgres],
         tasks: 20_000,
         aged: 1_000_000,
+        prefetch: 64,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -99,6 +143,7 @@ fn settings(args: &[String]) -> Result<Settings, Error> {
             }
             "--tasks" => settings.tasks = value.parse()?,
             "--aged" => settings.aged = value.parse()?,
+            "--prefetch" => settings.prefetch = value.parse()?,
             other => return Err(format!("unknown flag {other:?}").into()),
         }
     }
@@ -111,8 +156,7 @@ async fn drain(
     report: &mut Report,
     backend: Backend,
     settings: &Settings,
-    processes: usize,
-    workers: usize,
+    shape: Shape,
     aged: usize,
 ) -> Result<Option<f64>, Error> {
     let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
@@ -123,7 +167,7 @@ async fn drain(
         0 => None,
         _ => Some(age(&store, aged).await?),
     };
-    let mut nodes = Nodes::start(&db.url, processes, workers).await?;
+    let mut nodes = Nodes::start(&db.url, shape).await?;
     let enqueue = nodes.enqueue(settings.tasks).await?;
     let committed = Instant::now();
     wait_until_drained(&store).await?;
@@ -143,13 +187,14 @@ async fn drain(
         scenario: if aged == 0 { "drain" } else { "aged" },
         backend: format!("{backend:?}").to_lowercase(),
         setup: match aged {
-            0 => format!("{processes} × {workers} workers"),
-            _ => format!("{processes} × {workers}, {aged} retained"),
+            0 => shape.describe(),
+            _ => format!("{}, {aged} retained", shape.describe()),
         },
         params: json!({
             "tasks": settings.tasks,
-            "processes": processes,
-            "workers_per_process": workers,
+            "processes": shape.processes,
+            "workers_per_process": shape.workers,
+            "prefetch": shape.prefetch,
             "retained_completed": aged,
         }),
         figures,
@@ -193,7 +238,7 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
         return Ok(());
     };
     let store = Store::new(db.conn.clone());
-    let nodes = Nodes::start(&db.url, 1, 16).await?;
+    let nodes = Nodes::start(&db.url, Shape::new(1, 16)).await?;
     // Let the node settle into waiting.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut committed = HashMap::new();

@@ -23,6 +23,8 @@ use uuid::Uuid;
 
 use queue::testing::peak_rss_mib;
 
+use crate::Shape;
+
 /// The component every benchmark task runs.
 pub const NOOP: &str = "bench.noop";
 
@@ -64,7 +66,12 @@ impl TaskExecutor for Noop {
 }
 
 /// The child process's side: run a node until told to stop.
-pub async fn run_node(url: &str, workers: usize, system_id: &str) -> Result<(), Error> {
+pub async fn run_node(
+    url: &str,
+    workers: usize,
+    prefetch: usize,
+    system_id: &str,
+) -> Result<(), Error> {
     let db = queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     let store = Store::new(db);
     let starts = Starts::default();
@@ -78,6 +85,7 @@ pub async fn run_node(url: &str, workers: usize, system_id: &str) -> Result<(), 
     let config = RuntimeConfig {
         system_id: system_id.to_owned(),
         workers,
+        prefetch,
         ..RuntimeConfig::default()
     };
     let runtime = Runtime::start(config, store.clone(), registry).await?;
@@ -117,12 +125,18 @@ pub struct Nodes {
 }
 
 impl Nodes {
-    /// Starts `processes` nodes of `workers` slots each on `url` and waits until all run.
-    pub async fn start(url: &str, processes: usize, workers: usize) -> Result<Self, Error> {
+    /// Starts the nodes of `shape` on `url` and waits until all run.
+    pub async fn start(url: &str, shape: Shape) -> Result<Self, Error> {
         let mut nodes = Vec::new();
-        for i in 0..processes {
+        for i in 0..shape.processes {
             let mut child = Command::new(std::env::current_exe()?)
-                .args(["worker", url, &workers.to_string(), &format!("bench-{i}")])
+                .args([
+                    "worker",
+                    url,
+                    &shape.workers.to_string(),
+                    &shape.prefetch.to_string(),
+                    &format!("bench-{i}"),
+                ])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .kill_on_drop(true)
@@ -132,7 +146,7 @@ impl Nodes {
             nodes.push((child, stdin, stdout));
         }
         let mut nodes = Nodes { nodes };
-        for i in 0..processes {
+        for i in 0..shape.processes {
             nodes.expect_line(i, "ready").await?;
         }
         Ok(nodes)

@@ -53,6 +53,8 @@ use worker::Worker;
 
 /// Default [`RuntimeConfig::workers`].
 pub const WORKERS_DEFAULT: usize = 16;
+/// Default [`RuntimeConfig::prefetch`]: none.
+pub const PREFETCH_DEFAULT: usize = 0;
 /// Default [`RuntimeConfig::sweep_interval`].
 pub const SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
 /// Default [`RuntimeConfig::sqlite_poll_interval`].
@@ -70,6 +72,12 @@ pub struct RuntimeConfig {
     pub system_id: String,
     /// Executor slots: tasks this node runs at once. Default [`WORKERS_DEFAULT`] (16).
     pub workers: usize,
+    /// Claimed tasks a node may hold beyond its free slots, ready to start the moment a slot
+    /// frees up: fewer, larger claims for queues of many short tasks. A held task waits for
+    /// a slot of this node even while another node idles, and it is EXECUTING (claimed)
+    /// meanwhile; so leave it at the default, [`PREFETCH_DEFAULT`] (0), where tasks run for
+    /// seconds or more, as bulk actions do.
+    pub prefetch: usize,
     /// How long the producer sleeps without a wake-up before looking for due tasks anyway:
     /// the safety net for a missed notification. Default [`SWEEP_INTERVAL_DEFAULT`] (1 s).
     pub sweep_interval: Duration,
@@ -105,6 +113,7 @@ impl Default for RuntimeConfig {
         Self {
             system_id: "bulkq".to_owned(),
             workers: WORKERS_DEFAULT,
+            prefetch: PREFETCH_DEFAULT,
             sweep_interval: SWEEP_INTERVAL_DEFAULT,
             sqlite_poll_interval: SQLITE_POLL_INTERVAL_DEFAULT,
             heartbeat_interval: HEARTBEAT_INTERVAL_DEFAULT,
@@ -225,6 +234,7 @@ impl Runtime {
                 },
                 slots: Arc::new(Semaphore::new(config.workers)),
                 workers: config.workers,
+                prefetch: config.prefetch,
                 tracker: tracker.clone(),
                 sweep_interval: config.sweep_interval,
                 stop: stop_claiming.clone(),

@@ -4,7 +4,14 @@
 //! for one free permit, takes whatever else is free, and claims exactly that many. With
 //! nothing to claim it sleeps until a wake-up (an enqueue committed, here or, on PostgreSQL,
 //! anywhere), the next known `run_at`, or the sweep interval, whichever comes first.
+//!
+//! With `RuntimeConfig::prefetch` above zero, a claim also takes up to that many tasks more
+//! than there are free slots and holds them here: a slot that frees up starts a held task
+//! without a round trip to the database, and claims (each a commit) come fewer and larger.
+//! Held tasks are claimed (EXECUTING) already, so at shutdown they are handed back, and if
+//! the node dies they are rescued like the running ones.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +22,10 @@ use tracing::Instrument;
 
 use super::worker::Worker;
 use crate::error::QueueError;
+use crate::state::Transition;
+use crate::store::transition::Finish;
 use crate::store::{Store, TaskGetAvailableParams};
+use crate::task::Task;
 
 /// The shortest sleep when due tasks exist but could not be claimed (another node is
 /// claiming them right now): avoids spinning while their claims commit.
@@ -34,21 +44,17 @@ pub(crate) struct Producer {
     pub slots: Arc<Semaphore>,
     /// The number of permits `slots` was created with.
     pub workers: usize,
+    /// Claimed tasks held beyond the free slots (see the module documentation).
+    pub prefetch: usize,
     pub tracker: TaskTracker,
     pub sweep_interval: Duration,
     pub stop: CancellationToken,
 }
 
-/// What one claim round did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProduceOutcome {
-    pub asked: usize,
-    pub claimed: usize,
-}
-
 impl Producer {
     pub async fn run(self) {
         let mut wake = self.store.wake_receiver();
+        let mut held = VecDeque::new();
         let mut backlog = false;
         loop {
             let first = tokio::select! {
@@ -58,21 +64,33 @@ impl Producer {
             };
             let Ok(first) = first else { break };
             let mut permits = vec![first];
-            if backlog {
+            if backlog && held.is_empty() {
                 permits.extend(self.more_slots().await);
             }
             while let Ok(permit) = self.slots.clone().try_acquire_owned() {
                 permits.push(permit);
             }
+            if held.len() >= permits.len() {
+                self.start(&mut held, permits);
+                continue;
+            }
             // Anything enqueued after this point changes `wake` and ends the wait below.
             wake.borrow_and_update();
             backlog = false;
-            match self.run_once(permits).await {
-                Ok(outcome) if outcome.claimed < outcome.asked => {
-                    self.wait_for_work(&mut wake).await
+            let wanted = permits.len() - held.len() + self.prefetch;
+            match self.claim(wanted).await {
+                Ok(claimed) => {
+                    let drained = claimed.len() < wanted;
+                    held.extend(claimed);
+                    self.start(&mut held, permits);
+                    match drained {
+                        true if held.is_empty() => self.wait_for_work(&mut wake).await,
+                        true => {}
+                        false => backlog = true,
+                    }
                 }
-                Ok(_) => backlog = true,
                 Err(error) => {
+                    self.start(&mut held, permits);
                     tracing::warn!(%error, "claiming tasks failed");
                     tokio::select! {
                         () = self.stop.cancelled() => break,
@@ -81,32 +99,47 @@ impl Producer {
                 }
             }
         }
+        self.hand_back(held).await;
     }
 
-    /// Claims (and starts) as many tasks as there are `permits` and spawns a worker for each
-    /// with one permit; the unused permits are released.
-    pub async fn run_once(
-        &self,
-        permits: Vec<OwnedSemaphorePermit>,
-    ) -> Result<ProduceOutcome, QueueError> {
-        let asked = permits.len();
-        let node_id = &self.worker.node_id;
+    /// Claims up to `max` due tasks, in the order they should start.
+    async fn claim(&self, max: usize) -> Result<Vec<Task>, QueueError> {
         let now = self.store.clock().now();
-        let started = self
+        let claimed = self
             .store
             .task_get_available(TaskGetAvailableParams {
-                max: u32::try_from(asked).unwrap_or(u32::MAX),
+                max: u32::try_from(max).unwrap_or(u32::MAX),
                 now,
-                node_id,
+                node_id: &self.worker.node_id,
             })
-            .instrument(tracing::debug_span!("claim", asked))
+            .instrument(tracing::debug_span!("claim", asked = max))
             .await?;
-        crate::metrics::claimed(&started, now);
-        let claimed = started.len();
-        for (task, permit) in started.into_iter().zip(permits) {
+        crate::metrics::claimed(&claimed, now);
+        Ok(claimed)
+    }
+
+    /// Spawns a worker for each permit while `held` has tasks; unused permits are released.
+    fn start(&self, held: &mut VecDeque<Task>, permits: Vec<OwnedSemaphorePermit>) {
+        for permit in permits {
+            let Some(task) = held.pop_front() else { break };
             self.tracker.spawn(self.worker.clone().run(task, permit));
         }
-        Ok(ProduceOutcome { asked, claimed })
+    }
+
+    /// At shutdown: the held tasks go back to QUEUED without spending an attempt, through
+    /// the completer like the outcomes of interrupted ones.
+    async fn hand_back(&self, held: VecDeque<Task>) {
+        for task in held {
+            let finish = Finish {
+                task_id: task.id,
+                lease_version: task.lease_version,
+                transition: Transition::HandBack,
+            };
+            if self.worker.completions.send(finish).await.is_err() {
+                tracing::warn!("completer gone; held tasks are left to the rescuer");
+                return;
+            }
+        }
     }
 
     /// With a backlog: every other slot, or as many as free up within the cooldown.

@@ -12,27 +12,40 @@ use super::{EffectExecutor, new_task, setup};
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
     concurrent_nodes_run_every_task_exactly_once,
+    prefetching_nodes_run_every_task_exactly_once,
     run_at_is_never_early,
     claims_by_priority_then_fifo,
     paused_components_are_not_claimed,
 );
 
 async fn concurrent_nodes_run_every_task_exactly_once(db: TestDatabase) {
+    // 8 workers in all. PostgreSQL: 4 nodes with separate pools, as separate processes
+    // would have. SQLite: 2 nodes sharing one store, since SQLite has one writer anyway.
+    let nodes = match db.backend {
+        Backend::Sqlite => 2,
+        Backend::Postgres => 4,
+    };
+    race(db, 5000, nodes, 4, 0).await;
+}
+
+/// Nodes that hold claimed tasks beyond their free slots (`RuntimeConfig::prefetch`) race
+/// the same way.
+async fn prefetching_nodes_run_every_task_exactly_once(db: TestDatabase) {
+    race(db, 3000, 3, 4, 40).await;
+}
+
+/// Runs `tasks` effect tasks on `nodes` nodes of `workers` slots and `prefetch` held tasks
+/// each, and checks that every task ran exactly once and every node took part.
+async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, prefetch: usize) {
     let mut bundle = setup(db);
     testing::create_effect_table(&bundle.db.conn).await;
-    let tasks: Vec<_> = (0..5000).map(|_| new_task("test.effect")).collect();
+    let new_tasks: Vec<_> = (0..tasks).map(|_| new_task("test.effect")).collect();
     bundle
         .store
-        .enqueue_many(bundle.store.db(), tasks)
+        .enqueue_many(bundle.store.db(), new_tasks)
         .await
         .unwrap();
 
-    // 8 workers in all. PostgreSQL: 4 nodes with separate pools, as separate processes
-    // would have. SQLite: 2 nodes sharing one store, since SQLite has one writer anyway.
-    let (nodes, workers) = match bundle.db.backend {
-        Backend::Sqlite => (2, 4),
-        Backend::Postgres => (4, 4),
-    };
     let mut runtimes = Vec::new();
     for node in 0..nodes {
         let store = match bundle.db.backend {
@@ -45,17 +58,19 @@ async fn concurrent_nodes_run_every_task_exactly_once(db: TestDatabase) {
         registry.register("test.effect", EffectExecutor);
         let config = queue::RuntimeConfig {
             workers,
+            prefetch,
             ..testing::fast_config(&format!("race-{node}"))
         };
         runtimes.push(Runtime::start(config, store, registry).await.unwrap());
     }
-    bundle.wait_count(TaskStatus::Completed, 5000).await;
+    let tasks = tasks as i64;
+    bundle.wait_count(TaskStatus::Completed, tasks as u64).await;
     for runtime in runtimes {
         runtime.shutdown(Duration::from_secs(5)).await;
     }
     assert_eq!(
         bundle.effects().await,
-        (5000, 5000),
+        (tasks, tasks),
         "every task ran exactly once"
     );
     // Every node took part (nobody was locked out).

@@ -112,7 +112,7 @@ async fn a_killed_node_resumes_after_the_last_checkpoint(db: TestDatabase) {
 }
 
 /// Runs until its cancellation token fires.
-struct UntilCancelled;
+pub(crate) struct UntilCancelled;
 
 #[async_trait::async_trait]
 impl TaskExecutor for UntilCancelled {

@@ -10,6 +10,7 @@ mod events;
 mod lock;
 mod outcomes;
 mod periodic;
+mod prefetch;
 mod rescue;
 mod wake;
 
