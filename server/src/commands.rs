@@ -67,6 +67,7 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
         RuntimeConfig {
             system_id: options.system_id.clone(),
             workers: options.workers,
+            prefetch: options.prefetch,
             amqp,
             ..RuntimeConfig::default()
         },
