@@ -22,6 +22,15 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 /// How long a SQLite writer waits for the write lock before giving up with `SQLITE_BUSY`.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Prepared statements each SQLite connection keeps (sqlx's default is 100).
+///
+/// A batch statement over a list (`id IN (…)` of up to 1,000 ids, a multi-row INSERT) is a
+/// statement of its own for every list length, and SQLite compiles each into a program of
+/// its own size: with 100 of them cached on each of 16 connections, a status change of a
+/// million people peaked at 239 MiB. The statements a node repeats (claim, checkpoint,
+/// heartbeat) are a handful and stay cached.
+const SQLITE_STATEMENT_CACHE: usize = 16;
+
 /// Opens a pool for `url` (`sqlite://…` or `postgres://…`).
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url.to_owned());
@@ -36,6 +45,7 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
                 .foreign_keys(true)
+                .statement_cache_capacity(SQLITE_STATEMENT_CACHE)
         });
     Database::connect(options).await
 }
