@@ -403,11 +403,7 @@ async fn count_matches<C: ConnectionTrait>(
 ) -> Result<u64, CaseloadError> {
     let mut matches = match filter.only_contains() {
         // The "contains" index alone: counting needs no sort key.
-        Some(text) => Query::select()
-            .expr(Expr::val(1))
-            .from(CONTAINS_TABLE)
-            .cond_where(contains_table_matches(backend, &text.to_lowercase()))
-            .to_owned(),
+        Some(text) => matching(backend, &text.to_lowercase()),
         None => Query::select()
             .expr(Expr::val(1))
             .from_subquery(
@@ -474,18 +470,17 @@ fn match_keys(
 /// (3 ms for the 38,000 O'Briens at a million people) and `person_sort_key` has their keys
 /// (see `m20261122_000041`).
 fn contains_keys(backend: DbBackend, text: &str) -> SelectStatement {
-    let table = match backend {
-        DbBackend::Sqlite => SORT_KEY_TABLE,
-        _ => CONTAINS_TABLE,
-    };
-    let mut keys = Query::select().columns(SORT_KEY).from(table).to_owned();
+    let mut keys = Query::select().columns(SORT_KEY).to_owned();
     match backend {
-        DbBackend::Sqlite => {
-            keys.and_where(Expr::col("rid").in_subquery(matching(backend, text, "rowid")))
-        }
-        _ => keys.cond_where(contains_table_matches(backend, text)),
-    };
-    keys
+        DbBackend::Sqlite => keys
+            .from(SORT_KEY_TABLE)
+            .and_where(Expr::col("rid").in_subquery(matching(backend, text)))
+            .to_owned(),
+        _ => keys
+            .from(CONTAINS_TABLE)
+            .cond_where(contains_table_matches(backend, text))
+            .to_owned(),
+    }
 }
 
 /// The ids of one page of `keys`, in page order.
@@ -612,23 +607,26 @@ fn condition(
 fn contains(backend: DbBackend, walk: bool, text: &str) -> Condition {
     match backend {
         DbBackend::Postgres => {
-            Condition::all().add(person::Column::Id.in_subquery(matching(backend, text, "id")))
+            Condition::all().add(person::Column::Id.in_subquery(matching(backend, text)))
         }
         _ => {
             let like =
                 Condition::all().add(Expr::cust(CONTAINS_EXPRESSION).like(contains_pattern(text)));
             match walk {
                 true => like,
-                false => like
-                    .add(Expr::cust("person.rowid").in_subquery(matching(backend, text, "rowid"))),
+                false => like.add(Expr::cust("person.rowid").in_subquery(matching(backend, text))),
             }
         }
     }
 }
 
-/// `column` (`id` on PostgreSQL, `rowid` on SQLite) of the rows of `person_contains` whose
-/// text contains `text` (already lowercase).
-fn matching(backend: DbBackend, text: &str, column: &'static str) -> SelectStatement {
+/// Who has `text` (already lowercase) in their "contains" text: the `person_contains` key of
+/// each, which is `person.id` on PostgreSQL and `person.rowid` on SQLite.
+fn matching(backend: DbBackend, text: &str) -> SelectStatement {
+    let column = match backend {
+        DbBackend::Sqlite => "rowid",
+        _ => "id",
+    };
     Query::select()
         .column(column)
         .from(CONTAINS_TABLE)

@@ -14,6 +14,19 @@ mod m20261121_000022_name_order_indexes;
 mod m20261121_000040_postgres_contains_table;
 mod m20261122_000041_sqlite_sort_keys;
 
+/// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
+/// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
+pub(crate) async fn execute_all(
+    manager: &SchemaManager<'_>,
+    statements: impl IntoIterator<Item = String>,
+) -> Result<(), DbErr> {
+    let db = manager.get_connection();
+    for sql in statements {
+        db.execute_unprepared(&sql).await?;
+    }
+    Ok(())
+}
+
 /// Every migration of the product, in the order they apply.
 pub struct Migrator;
 

@@ -125,11 +125,7 @@ impl MigrationTrait for Migration {
             }
             manager.create_index(index.to_owned()).await?;
         }
-        let db = manager.get_connection();
-        for sql in search_index_sql(manager.get_database_backend()) {
-            db.execute_unprepared(&sql).await?;
-        }
-        Ok(())
+        crate::execute_all(manager, search_index_sql(manager.get_database_backend())).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {

@@ -96,11 +96,7 @@ async fn run(manager: &SchemaManager<'_>, layout: &Layout) -> Result<(), DbErr> 
     if backend == DatabaseBackend::Sqlite {
         statements.extend(rebuild_contains(&layout.contains));
     }
-    let db = manager.get_connection();
-    for sql in statements {
-        db.execute_unprepared(&sql).await?;
-    }
-    Ok(())
+    crate::execute_all(manager, statements).await
 }
 
 /// `lower(column)` as search compares it: in byte order (the "C" collation) on PostgreSQL.

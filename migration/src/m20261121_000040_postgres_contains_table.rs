@@ -79,11 +79,7 @@ impl MigrationTrait for Migration {
                 .to_owned(),
             "DROP INDEX idx_person_contains".to_owned(),
         ];
-        let db = manager.get_connection();
-        for sql in statements {
-            db.execute_unprepared(&sql).await?;
-        }
-        Ok(())
+        crate::execute_all(manager, statements).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -101,10 +97,6 @@ impl MigrationTrait for Migration {
                 contains_text("person")
             ),
         ];
-        let db = manager.get_connection();
-        for sql in statements {
-            db.execute_unprepared(&sql).await?;
-        }
-        Ok(())
+        crate::execute_all(manager, statements).await
     }
 }

@@ -70,7 +70,7 @@ impl MigrationTrait for Migration {
                 .to_owned(),
         ];
         statements.extend(rebuild_contains(&CONTAINS_PHRASES));
-        run(manager, statements).await
+        crate::execute_all(manager, statements).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -83,14 +83,6 @@ impl MigrationTrait for Migration {
             .collect();
         statements.push("DROP TABLE person_sort_key".to_owned());
         statements.extend(rebuild_contains(&CONTAINS_AFTER));
-        run(manager, statements).await
+        crate::execute_all(manager, statements).await
     }
-}
-
-async fn run(manager: &SchemaManager<'_>, statements: Vec<String>) -> Result<(), DbErr> {
-    let db = manager.get_connection();
-    for sql in statements {
-        db.execute_unprepared(&sql).await?;
-    }
-    Ok(())
 }

@@ -262,23 +262,24 @@ impl Runtime {
                 .run(),
             ));
         }
-        services.push(match store.backend() {
-            DbBackend::Postgres => tokio::spawn(
+        match store.backend() {
+            DbBackend::Postgres => services.push(tokio::spawn(
                 Listener {
                     store: store.clone(),
                     stop: stop_services.clone(),
                 }
                 .run(),
-            ),
-            _ => tokio::spawn(
+            )),
+            DbBackend::Sqlite => services.push(tokio::spawn(
                 SqliteWatch {
                     store: store.clone(),
                     poll_interval: config.sqlite_poll_interval,
                     stop: stop_services.clone(),
                 }
                 .run(),
-            ),
-        });
+            )),
+            _ => {}
+        }
         #[cfg(feature = "amqp")]
         if let Some(amqp) = &config.amqp {
             services.push(tokio::spawn(

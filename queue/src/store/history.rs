@@ -80,9 +80,12 @@ async fn insert<C: ConnectionTrait>(
     conn: &C,
     entries: impl Iterator<Item = task_event::ActiveModel>,
 ) -> Result<(), sea_orm::DbErr> {
-    let entries: Vec<_> = entries.collect();
-    for chunk in entries.chunks(INSERT_CHUNK) {
-        task_event::Entity::insert_many(chunk.iter().cloned())
+    // Collected before the first await: the caller's iterator borrows its tasks, and held
+    // across an await it would make the future `Send` only for one particular lifetime.
+    let mut entries: Vec<_> = entries.collect();
+    while !entries.is_empty() {
+        let chunk: Vec<_> = entries.drain(..entries.len().min(INSERT_CHUNK)).collect();
+        task_event::Entity::insert_many(chunk)
             .exec_without_returning(conn)
             .await?;
     }

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use migration::Migrator;
 use queue::testing::{Backend, TestDatabase};
 use queue::{NewTask, Page, Store, Task, TaskFilter, TaskStatus};
-use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, QueryResult, Statement};
 use tokio::process::Child;
 use uuid::Uuid;
 
@@ -288,15 +288,9 @@ async fn people_all_active(db: &TestDatabase, count: usize) -> Vec<Uuid> {
         .execute_unprepared("UPDATE person SET program_status = 'ACTIVE'")
         .await
         .unwrap();
-    let rows = db
-        .conn
-        .query_all_raw(Statement::from_string(
-            db.conn.get_database_backend(),
-            "SELECT id FROM person ORDER BY id",
-        ))
+    rows(db, "SELECT id FROM person ORDER BY id")
         .await
-        .unwrap();
-    rows.iter()
+        .iter()
         .map(|row| row.try_get_by_index(0).unwrap())
         .collect()
 }
@@ -337,17 +331,19 @@ async fn enqueue_status_changes(
     task_of_person
 }
 
+/// The rows `sql` selects.
+async fn rows(db: &TestDatabase, sql: &str) -> Vec<QueryResult> {
+    db.conn
+        .query_all_raw(Statement::from_string(db.conn.get_database_backend(), sql))
+        .await
+        .unwrap()
+}
+
 /// Every `(task, person)` pair in the status history: the effects of all tasks.
 async fn history_rows(db: &TestDatabase) -> Vec<(Uuid, Uuid)> {
-    let rows = db
-        .conn
-        .query_all_raw(Statement::from_string(
-            db.conn.get_database_backend(),
-            "SELECT task_id, person_id FROM program_status_change",
-        ))
+    rows(db, "SELECT task_id, person_id FROM program_status_change")
         .await
-        .unwrap();
-    rows.iter()
+        .iter()
         .map(|row| {
             (
                 row.try_get_by_index(0).unwrap(),
