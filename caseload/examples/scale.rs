@@ -9,7 +9,8 @@
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
 //! afterwards). Each step also prints one JSON line of figures (scenario "bulk"), as the
-//! queue's benchmark does; `make bench` runs them all.
+//! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
+//! actions with N people per batch instead of the product's default.
 
 use std::time::{Duration, Instant};
 
@@ -329,7 +330,7 @@ async fn run_action(
                 "scale <scale@localhost>",
                 &MailTransport::Outbox(scratch.join("outbox")),
             )?,
-            batch_size: BATCH_SIZE_DEFAULT,
+            batch_size: batch_size()?,
         },
     )?;
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
@@ -397,4 +398,12 @@ fn figures(db: &DatabaseConnection, step: &str, people: u64, figures: serde_json
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+/// People per batch: the product's default, or `SCALE_BATCH_SIZE` to measure another.
+fn batch_size() -> Result<u64, Box<dyn std::error::Error>> {
+    match std::env::var("SCALE_BATCH_SIZE") {
+        Ok(size) => Ok(size.parse()?),
+        Err(_) => Ok(BATCH_SIZE_DEFAULT),
+    }
 }

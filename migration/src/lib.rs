@@ -13,6 +13,7 @@ mod m20261121_000021_search_indexes;
 mod m20261121_000022_name_order_indexes;
 mod m20261121_000040_postgres_contains_table;
 mod m20261122_000041_sqlite_sort_keys;
+mod m20261122_000042_drop_unused_person_indexes;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261121_000030_queue_scheduler::Migration),
             Box::new(m20261121_000040_postgres_contains_table::Migration),
             Box::new(m20261122_000041_sqlite_sort_keys::Migration),
+            Box::new(m20261122_000042_drop_unused_person_indexes::Migration),
         ]
     }
 }

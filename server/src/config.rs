@@ -71,9 +71,9 @@ pub struct ServeOptions {
     /// Tasks this node executes at once (its executor slots).
     #[arg(long, env = "BULKQ_WORKERS", default_value_t = queue::runtime::WORKERS_DEFAULT)]
     pub workers: usize,
-    /// Claimed tasks this node may hold beyond its free slots, to start them without a
-    /// round trip: for many short tasks. Held tasks wait for this node even while another
-    /// idles, so keep 0 where tasks run for seconds or more (bulk actions do).
+    /// The most claimed tasks this node may hold beyond its free slots, to start them
+    /// without a round trip. It holds only what its slots finish within 20 ms at the pace
+    /// of its recent tasks (so none while bulk actions run); 0 turns holding off.
     #[arg(long, env = "BULKQ_PREFETCH", default_value_t = queue::runtime::PREFETCH_DEFAULT)]
     pub prefetch: usize,
     /// On SIGTERM/SIGINT, how long running tasks may take to finish before they are

@@ -11,6 +11,14 @@ async fn seeding_adds_valid_people_and_continues_numbering(db: TestDatabase) {
         coaches: vec![],
     };
     assert_eq!(seed_people(&db.conn, &options).await.unwrap(), 2_500);
+    // Ids are time-ordered: the primary key order is the order the people were made in.
+    let out_of_order = db
+        .scalar(
+            "SELECT COUNT(*) FROM (SELECT school_id, LAG(school_id) OVER (ORDER BY id) AS before \
+             FROM person) AS walk WHERE before > school_id",
+        )
+        .await;
+    assert_eq!(out_of_order, 0);
     // Seeding again adds more people with new school ids instead of failing on duplicates.
     assert_eq!(seed_people(&db.conn, &options).await.unwrap(), 2_500);
     assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 5_000);

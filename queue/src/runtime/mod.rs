@@ -15,6 +15,7 @@ mod completer;
 mod heartbeat;
 pub(crate) mod inflight;
 mod listener;
+mod pace;
 mod periodic;
 mod producer;
 mod pruner;
@@ -44,6 +45,7 @@ use completer::Completer;
 use heartbeat::Heartbeat;
 use inflight::{CancelReason, InFlight};
 use listener::Listener;
+use pace::Pace;
 use periodic::PeriodicRunner;
 use producer::Producer;
 use pruner::{PRUNE_JOB, Pruner};
@@ -53,8 +55,8 @@ use worker::Worker;
 
 /// Default [`RuntimeConfig::workers`].
 pub const WORKERS_DEFAULT: usize = 16;
-/// Default [`RuntimeConfig::prefetch`]: none.
-pub const PREFETCH_DEFAULT: usize = 0;
+/// Default [`RuntimeConfig::prefetch`].
+pub const PREFETCH_DEFAULT: usize = 256;
 /// Default [`RuntimeConfig::sweep_interval`].
 pub const SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
 /// Default [`RuntimeConfig::sqlite_poll_interval`].
@@ -72,11 +74,12 @@ pub struct RuntimeConfig {
     pub system_id: String,
     /// Executor slots: tasks this node runs at once. Default [`WORKERS_DEFAULT`] (16).
     pub workers: usize,
-    /// Claimed tasks a node may hold beyond its free slots, ready to start the moment a slot
-    /// frees up: fewer, larger claims for queues of many short tasks. A held task waits for
-    /// a slot of this node even while another node idles, and it is EXECUTING (claimed)
-    /// meanwhile; so leave it at the default, [`PREFETCH_DEFAULT`] (0), where tasks run for
-    /// seconds or more, as bulk actions do.
+    /// The most claimed tasks a node may hold beyond its free slots, ready to start the
+    /// moment a slot frees up: fewer, larger claims for queues of many short tasks. A held
+    /// task waits for a slot of this node even while another node idles, so a node holds
+    /// only what its slots finish within 20 ms at the pace of its recent tasks: none before
+    /// its first task finishes, none while tasks run for seconds (as bulk actions do).
+    /// Default [`PREFETCH_DEFAULT`] (256); 0 turns holding off.
     pub prefetch: usize,
     /// How long the producer sleeps without a wake-up before looking for due tasks anyway:
     /// the safety net for a missed notification. Default [`SWEEP_INTERVAL_DEFAULT`] (1 s).
@@ -231,6 +234,7 @@ impl Runtime {
                     completions,
                     cancel_grace: config.cancel_grace,
                     node_id,
+                    pace: Pace::default(),
                 },
                 slots: Arc::new(Semaphore::new(config.workers)),
                 workers: config.workers,

@@ -5,11 +5,12 @@
 //! nothing to claim it sleeps until a wake-up (an enqueue committed, here or, on PostgreSQL,
 //! anywhere), the next known `run_at`, or the sweep interval, whichever comes first.
 //!
-//! With `RuntimeConfig::prefetch` above zero, a claim also takes up to that many tasks more
-//! than there are free slots and holds them here: a slot that frees up starts a held task
-//! without a round trip to the database, and claims (each a commit) come fewer and larger.
-//! Held tasks are claimed (EXECUTING) already, so at shutdown they are handed back, and if
-//! the node dies they are rescued like the running ones.
+//! A claim may also take tasks beyond the free slots, up to `RuntimeConfig::prefetch` and as
+//! many as the slots finish soon at the recent pace (see [`super::pace`]), and hold them
+//! here: a slot that frees up starts a held task without a round trip to the database, and
+//! claims (each a commit) come fewer and larger. Held tasks are claimed (EXECUTING) already,
+//! so at shutdown they are handed back, and if the node dies they are rescued like the
+//! running ones.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub(crate) struct Producer {
     pub slots: Arc<Semaphore>,
     /// The number of permits `slots` was created with.
     pub workers: usize,
-    /// Claimed tasks held beyond the free slots (see the module documentation).
+    /// The most claimed tasks held beyond the free slots (see the module documentation).
     pub prefetch: usize,
     pub tracker: TaskTracker,
     pub sweep_interval: Duration,
@@ -77,7 +78,8 @@ impl Producer {
             // Anything enqueued after this point changes `wake` and ends the wait below.
             wake.borrow_and_update();
             backlog = false;
-            let wanted = permits.len() - held.len() + self.prefetch;
+            let holdable = self.worker.pace.holdable(self.workers, self.prefetch);
+            let wanted = permits.len() - held.len() + holdable;
             match self.claim(wanted).await {
                 Ok(claimed) => {
                     let drained = claimed.len() < wanted;

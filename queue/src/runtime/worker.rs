@@ -10,6 +10,7 @@ use tokio::task::{JoinError, JoinHandle};
 use tracing::Instrument;
 
 use super::inflight::{CancelReason, InFlight};
+use super::pace::Pace;
 use crate::error::TaskError;
 use crate::executor::{Registry, TaskContext};
 use crate::state::{AttemptInfo, AttemptOutcome, Transition, after_attempt};
@@ -27,6 +28,8 @@ pub(crate) struct Worker {
     /// How long a cancelled executor may take to stop before it is aborted.
     pub cancel_grace: Duration,
     pub node_id: Arc<str>,
+    /// Where this node's execution times go, for the producer's prefetch.
+    pub pace: Pace,
 }
 
 impl Worker {
@@ -94,6 +97,8 @@ impl Worker {
             () = running.token.cancelled() => self.stop(handle).await,
         };
         self.inflight.remove(&running);
+        let took = began.elapsed();
+        self.pace.record(took);
 
         let outcome = match (running.reason(), joined) {
             (Some(CancelReason::LeaseLost), _) => {
@@ -112,11 +117,7 @@ impl Worker {
         };
         let now = self.store.clock().now();
         let transition = after_attempt(claim, &outcome, &config.retry, now);
-        crate::metrics::attempt_finished(
-            &task.execution_component_name,
-            began.elapsed(),
-            &transition,
-        );
+        crate::metrics::attempt_finished(&task.execution_component_name, took, &transition);
         Some(finish(transition))
     }
 
