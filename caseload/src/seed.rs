@@ -1,8 +1,9 @@
 //! The demo and benchmark data generator: realistic, deterministic people in bulk.
 //!
-//! The same seed and starting point always produce the same people (names, statuses, coaches,
-//! in the same id order; only the ids' time differs), so benchmark runs are comparable. Rows go in as multi-row INSERTs inside one transaction per chunk, which is what
-//! makes a million people a matter of minutes rather than hours.
+//! The same seed and starting point always produce the same people (names, statuses,
+//! coaches, in the same id order; only the ids' time differs), so benchmark runs are
+//! comparable. Rows go in as multi-row INSERTs inside one transaction per chunk, which is
+//! what makes a million people a matter of minutes rather than hours.
 //!
 //! Ids are time-ordered (UUIDv7, one millisecond apart, ending now), like every other id the
 //! product assigns: the primary key and the table then grow at one end, and a bulk action,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// A held task should start within about this long, at the recent pace: no more than the
 /// time a claim takes anyway, so holding never delays a task noticeably.
-pub(crate) const HOLD_HORIZON: Duration = Duration::from_millis(20);
+const HOLD_HORIZON: Duration = Duration::from_millis(20);
 
 /// The weight of the newest execution in the moving average: 1/8, so a change of workload
 /// shows within a few dozen tasks while one outlier moves it little.
