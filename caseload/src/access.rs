@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use queue::id_list::id_in;
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
@@ -77,7 +78,11 @@ pub async fn load_targets<C: ConnectionTrait>(
 ) -> Result<(Targets, Vec<person::Model>), CaseloadError> {
     check_batch_size(ids)?;
     let mut found: HashMap<Uuid, person::Model> = person::Entity::find()
-        .filter(person::Column::Id.is_in(ids.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            person::Column::Id,
+            ids.iter().copied(),
+        ))
         .all(db)
         .await?
         .into_iter()

@@ -25,6 +25,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use lettre::message::{Mailbox, header::ContentType};
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use queue::id_list::id_in;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde::{Deserialize, Serialize};
@@ -224,7 +225,11 @@ pub async fn claim_deferred<C: ConnectionTrait>(
         )
         .col_expr(log::Column::UpdatedAt, Expr::value(now))
         .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::PersonId.is_in(ids.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            log::Column::PersonId,
+            ids.iter().copied(),
+        ))
         .exec(db)
         .await?;
     // The address is the one claimed first, so a retry goes where the first try went.
@@ -233,7 +238,11 @@ pub async fn claim_deferred<C: ConnectionTrait>(
         .column(log::Column::PersonId)
         .column(log::Column::Recipient)
         .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::PersonId.is_in(ids.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            log::Column::PersonId,
+            ids.iter().copied(),
+        ))
         .into_tuple()
         .all(db)
         .await?
@@ -307,7 +316,11 @@ pub async fn record_outcomes<C: ConnectionTrait>(
             .col_expr(log::Column::SentAt, Expr::value(now))
             .filter(log::Column::TaskId.eq(task_id))
             .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
-            .filter(log::Column::PersonId.is_in(sent))
+            .filter(id_in(
+                db.get_database_backend(),
+                log::Column::PersonId,
+                sent,
+            ))
             .exec(db)
             .await?
             .rows_affected;

@@ -1,6 +1,7 @@
 //! Caseload search: filters, a stable sort and server-side paging, plus the keyset walk that
 //! bulk actions use to visit every person a saved query matches.
 
+use queue::id_list::id_in;
 use sea_orm::sea_query::{
     Expr, ExprTrait, Func, LikeExpr, Order, Query, SelectStatement, UnionType,
 };
@@ -381,7 +382,11 @@ pub async fn people_by_ids<C: ConnectionTrait>(
 ) -> Result<Vec<person::Model>, CaseloadError> {
     crate::access::check_batch_size(ids)?;
     Ok(person::Entity::find()
-        .filter(person::Column::Id.is_in(ids.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            person::Column::Id,
+            ids.iter().copied(),
+        ))
         .order_by_asc(person::Column::Id)
         .all(db)
         .await?)
@@ -527,7 +532,11 @@ async fn people_in_order<C: ConnectionTrait>(
     ids: &[Uuid],
 ) -> Result<Vec<person::Model>, CaseloadError> {
     let mut people = person::Entity::find()
-        .filter(person::Column::Id.is_in(ids.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            person::Column::Id,
+            ids.iter().copied(),
+        ))
         .all(db)
         .await?;
     people.sort_by_key(|person| ids.iter().position(|id| *id == person.id));

@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use queue::id_list::id_in;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -74,7 +75,11 @@ pub async fn change_status<C: ConnectionTrait>(
         .column(person::Column::Id)
         .column(person::Column::CoachId)
         .column(person::Column::ProgramStatus)
-        .filter(person::Column::Id.is_in(person_ids.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            person::Column::Id,
+            person_ids.iter().copied(),
+        ))
         .lock_exclusive()
         .into_tuple()
         .all(db)
@@ -101,7 +106,11 @@ pub async fn change_status<C: ConnectionTrait>(
             )
             .col_expr(person::Column::UpdatedBy, Expr::value(actor.id))
             .col_expr(person::Column::UpdatedAt, Expr::value(now))
-            .filter(person::Column::Id.is_in(recorded.iter().copied()))
+            .filter(id_in(
+                db.get_database_backend(),
+                person::Column::Id,
+                recorded.iter().copied(),
+            ))
             .exec(db)
             .await?;
     }

@@ -4,6 +4,7 @@
 //! is counted as unchanged, never an error, so a batch may run any number of times.
 
 use chrono::{DateTime, Utc};
+use queue::id_list::id_in;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
@@ -59,7 +60,11 @@ pub async fn unwatch<C: ConnectionTrait>(
     targets.allowed.append(&mut targets.forbidden);
     let deleted = person_watch::Entity::delete_many()
         .filter(person_watch::Column::StaffUserId.eq(actor.id))
-        .filter(person_watch::Column::PersonId.is_in(targets.allowed.iter().copied()))
+        .filter(id_in(
+            db.get_database_backend(),
+            person_watch::Column::PersonId,
+            targets.allowed.iter().copied(),
+        ))
         .exec(db)
         .await?
         .rows_affected;

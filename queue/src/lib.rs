@@ -82,6 +82,7 @@ pub mod clock;
 pub mod database;
 pub mod error;
 pub mod executor;
+pub mod id_list;
 pub mod metrics;
 pub mod periodic;
 pub mod runtime;

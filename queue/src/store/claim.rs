@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Condition, Expr, ExprTrait};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QuerySelect, Statement,
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter,
+    QuerySelect, Statement,
 };
 use uuid::Uuid;
 
@@ -130,7 +131,7 @@ impl Store {
                 .select_only()
                 .column(Column::Id)
                 .filter(Column::WorkflowStatus.is_in(TaskStatus::RUNNING))
-                .filter(held_by_lease(chunk.iter().copied()))
+                .filter(held_by_lease(self.backend, chunk.iter().copied()))
                 .into_tuple()
                 .all(&self.db)
                 .await?;
@@ -151,13 +152,29 @@ pub struct Checkpoint {
     pub progress_total: Option<i64>,
 }
 
-/// `(id = ? AND lease_version = ?) OR …`: rows matching one of the claims exactly.
-pub(crate) fn held_by_lease(claims: impl IntoIterator<Item = (Uuid, i64)>) -> Condition {
-    claims
-        .into_iter()
-        .fold(Condition::any(), |any, (id, lease)| {
-            any.add(Column::Id.eq(id).and(Column::LeaseVersion.eq(lease)))
-        })
+/// Rows matching one of the `(id, lease_version)` claims exactly.
+///
+/// SQLite: `(id = ? AND lease_version = ?) OR …`. PostgreSQL: the pairs as two array
+/// parameters, so a batch of completions is one prepared statement whatever its size, not
+/// a new statement (parsed and planned anew) for every batch length.
+pub(crate) fn held_by_lease(
+    backend: DbBackend,
+    claims: impl IntoIterator<Item = (Uuid, i64)>,
+) -> Condition {
+    match backend {
+        DbBackend::Postgres => {
+            let (ids, leases): (Vec<Uuid>, Vec<i64>) = claims.into_iter().unzip();
+            Condition::all().add(Expr::cust_with_values(
+                "(id, lease_version) IN (SELECT * FROM unnest($1::uuid[], $2::int8[]))",
+                [ids.into(), leases.into()] as [sea_orm::Value; 2],
+            ))
+        }
+        _ => claims
+            .into_iter()
+            .fold(Condition::any(), |any, (id, lease)| {
+                any.add(Column::Id.eq(id).and(Column::LeaseVersion.eq(lease)))
+            }),
+    }
 }
 
 impl Checkpoint {

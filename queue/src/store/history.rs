@@ -2,7 +2,7 @@
 //! that made the change (so history and notifications exist exactly when the change does).
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Set, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Statement};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -63,32 +63,63 @@ fn entry(
     actor: &str,
     now: DateTime<Utc>,
     message: Option<String>,
-) -> task_event::ActiveModel {
-    task_event::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        task_id: Set(task.id),
-        occurred_date: Set(now),
-        status: Set(status),
-        attempt: Set(task.attempt),
-        message: Set(message),
-        actor: Set(actor.to_owned()),
+) -> task_event::Model {
+    task_event::Model {
+        id: Uuid::now_v7(),
+        task_id: task.id,
+        occurred_date: now,
+        status,
+        attempt: task.attempt,
+        message,
+        actor: actor.to_owned(),
     }
 }
 
-/// Inserts history entries [`INSERT_CHUNK`] rows per statement.
+/// Inserts history entries: on PostgreSQL all in one statement, on SQLite [`INSERT_CHUNK`] rows per
+/// multi-row INSERT.
 async fn insert<C: ConnectionTrait>(
     conn: &C,
-    entries: impl Iterator<Item = task_event::ActiveModel>,
+    entries: impl Iterator<Item = task_event::Model>,
 ) -> Result<(), sea_orm::DbErr> {
     // Collected before the first await: the caller's iterator borrows its tasks, and held
     // across an await it would make the future `Send` only for one particular lifetime.
     let mut entries: Vec<_> = entries.collect();
+    if conn.get_database_backend() == DbBackend::Postgres {
+        return insert_json(conn, entries).await;
+    }
     while !entries.is_empty() {
-        let chunk: Vec<_> = entries.drain(..entries.len().min(INSERT_CHUNK)).collect();
+        let chunk: Vec<_> = entries
+            .drain(..entries.len().min(INSERT_CHUNK))
+            .map(task_event::ActiveModel::from)
+            .collect();
         task_event::Entity::insert_many(chunk)
             .exec_without_returning(conn)
             .await?;
     }
+    Ok(())
+}
+
+/// PostgreSQL: one INSERT of every entry, passed as one JSON array parameter, so it is the
+/// same prepared statement whatever the number of entries. (Array parameters would need
+/// one per column, and the driver binds no NULL inside an array, which `message` has.)
+async fn insert_json<C: ConnectionTrait>(
+    conn: &C,
+    rows: Vec<task_event::Model>,
+) -> Result<(), sea_orm::DbErr> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    // Text, not a `serde_json::Value`: a tree of 20,000 entries would cost several times
+    // the memory of their JSON.
+    let rows =
+        serde_json::to_string(&rows).map_err(|error| sea_orm::DbErr::Custom(error.to_string()))?;
+    conn.execute_raw(Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        "INSERT INTO queue_task_event \
+         SELECT * FROM jsonb_populate_recordset(NULL::queue_task_event, $1::jsonb)",
+        [rows.into()],
+    ))
+    .await?;
     Ok(())
 }
 

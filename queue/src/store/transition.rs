@@ -115,7 +115,7 @@ impl Store {
                 now,
                 node_id,
             )
-            .filter(held_by_lease(claims));
+            .filter(held_by_lease(self.backend, claims));
             changed.extend(
                 guarded(update, &Transition::Complete)
                     .exec_with_returning(&*txn)
