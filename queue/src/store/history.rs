@@ -75,8 +75,8 @@ fn entry(
     }
 }
 
-/// Inserts history entries: on PostgreSQL all in one statement, on SQLite [`INSERT_CHUNK`] rows per
-/// multi-row INSERT.
+/// Inserts history entries: on PostgreSQL all in one statement, on SQLite
+/// [`INSERT_CHUNK`] rows per multi-row INSERT.
 async fn insert<C: ConnectionTrait>(
     conn: &C,
     entries: impl Iterator<Item = task_event::Model>,
@@ -102,6 +102,8 @@ async fn insert<C: ConnectionTrait>(
 /// PostgreSQL: one INSERT of every entry, passed as one JSON array parameter, so it is the
 /// same prepared statement whatever the number of entries. (Array parameters would need
 /// one per column, and the driver binds no NULL inside an array, which `message` has.)
+/// The JSON keys are the model's field names, which are the column names; a renamed field
+/// would leave its column NULL, and the NOT NULL columns would refuse the row.
 async fn insert_json<C: ConnectionTrait>(
     conn: &C,
     rows: Vec<task_event::Model>,

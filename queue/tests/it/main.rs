@@ -4,6 +4,7 @@ mod admin;
 #[cfg(feature = "amqp")]
 mod amqp;
 mod claim;
+mod connection;
 mod crash;
 mod enqueue;
 mod events;

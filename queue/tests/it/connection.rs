@@ -1,0 +1,43 @@
+//! The connection settings the queue's guarantees and speed rest on, as the pool actually
+//! has them (a setting sqlx or the server ignored would otherwise go unnoticed).
+
+use queue::testing::{Backend, TestDatabase};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement, TransactionTrait};
+
+queue::backend_tests!(queue::schema::QueueMigrator => connections_are_durable_and_tuned);
+
+async fn connections_are_durable_and_tuned(db: TestDatabase) {
+    match db.backend {
+        Backend::Sqlite => {
+            // Settings are per connection: hold four at once, so each is a different one.
+            let mut held = Vec::new();
+            for _ in 0..4 {
+                held.push(db.conn.begin().await.unwrap());
+            }
+            for conn in &held {
+                let wal = "SELECT journal_mode = 'wal' FROM pragma_journal_mode";
+                assert_eq!(integer(conn, wal).await, 1, "WAL mode");
+                assert_eq!(integer(conn, "PRAGMA synchronous").await, 2, "FULL");
+                assert_eq!(integer(conn, "PRAGMA foreign_keys").await, 1);
+                assert_eq!(integer(conn, "PRAGMA wal_autocheckpoint").await, 40_000);
+            }
+        }
+        Backend::Postgres => {
+            // The product sets nothing here, but its durability claim assumes the server's
+            // default: a commit is flushed before it returns.
+            let flushed = db
+                .scalar("SELECT (current_setting('synchronous_commit') <> 'off')::int::bigint")
+                .await;
+            assert_eq!(flushed, 1, "synchronous_commit must not be off");
+        }
+    }
+}
+
+async fn integer(conn: &DatabaseTransaction, sql: &str) -> i64 {
+    let row = conn
+        .query_one_raw(Statement::from_string(conn.get_database_backend(), sql))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get_by_index(0).unwrap()
+}
