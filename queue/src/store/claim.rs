@@ -156,7 +156,9 @@ pub struct Checkpoint {
 ///
 /// SQLite: `(id = ? AND lease_version = ?) OR …`. PostgreSQL: the pairs as two array
 /// parameters, so a batch of completions is one prepared statement whatever its size, not
-/// a new statement (parsed and planned anew) for every batch length.
+/// a new statement (parsed and planned anew) for every batch length. The `id = ANY` keeps
+/// the plan on the primary key: the planner cannot see how few pairs `unnest` yields, and
+/// may otherwise scan the whole (aged) table for them.
 pub(crate) fn held_by_lease(
     backend: DbBackend,
     claims: impl IntoIterator<Item = (Uuid, i64)>,
@@ -165,7 +167,8 @@ pub(crate) fn held_by_lease(
         DbBackend::Postgres => {
             let (ids, leases): (Vec<Uuid>, Vec<i64>) = claims.into_iter().unzip();
             Condition::all().add(Expr::cust_with_values(
-                "(id, lease_version) IN (SELECT * FROM unnest($1::uuid[], $2::int8[]))",
+                "id = ANY($1::uuid[]) \
+                 AND (id, lease_version) IN (SELECT * FROM unnest($1::uuid[], $2::int8[]))",
                 [ids.into(), leases.into()] as [sea_orm::Value; 2],
             ))
         }
