@@ -204,8 +204,8 @@ async fn drain(
     Ok(Some(rate))
 }
 
-/// Fills the table with `count` COMPLETED tasks (with their history rows), as months of use
-/// would; returns how long that took.
+/// Fills the table with `count` COMPLETED tasks, as months of use would (tasks that ran once
+/// and completed store no history rows; their rows imply it); returns how long that took.
 async fn age(store: &Store, count: usize) -> Result<Duration, Error> {
     let started = Instant::now();
     let mut left = count;

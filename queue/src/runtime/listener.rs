@@ -5,7 +5,7 @@ use sea_orm::sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::Store;
-use crate::store::history::{EVENT_CHANNEL, RemoteEvents, WAKE_CHANNEL};
+use crate::store::announce::{EVENT_CHANNEL, RemoteEvents, WAKE_CHANNEL};
 
 pub(crate) struct Listener {
     pub store: Store,

@@ -5,14 +5,13 @@ use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
 
-use super::Store;
 use super::entity::component_pause;
 use super::entity::task::{self, Column};
-use super::history::{self, INSERT_CHUNK};
 use super::read::filter_condition;
 use super::transition::{guarded, set_transition};
+use super::{INSERT_CHUNK, Store, announce, history};
 use crate::error::QueueError;
-use crate::state::Transition;
+use crate::state::{TaskStatus, Transition};
 use crate::task::{BulkOutcome, PausedComponent, TaskSelector};
 
 impl Store {
@@ -65,6 +64,10 @@ impl Store {
     }
 
     /// Applies an admin transition to the selected tasks in one transaction.
+    ///
+    /// A transition that may end a claim (abandoning running work) moves the running tasks
+    /// in a pass of its own, so that their history also stores the claim it ended (see
+    /// `history`); the row alone cannot tell afterwards whether the task was running.
     async fn task_transition_many(
         &self,
         selector: &TaskSelector,
@@ -73,27 +76,50 @@ impl Store {
     ) -> Result<BulkOutcome, QueueError> {
         let now = self.clock.now();
         let txn = self.begin_write().await?;
-        let update = || set_transition(task::Entity::update_many(), transition, now, actor);
+        let ends_claims = transition
+            .allowed_from()
+            .iter()
+            .any(|status| TaskStatus::RUNNING.contains(status));
+        // `Some(running)`: the pass over the tasks that are (or are not) running.
+        let passes: &[Option<bool>] = if ends_claims {
+            &[Some(true), Some(false)]
+        } else {
+            &[None]
+        };
         let mut changed = Vec::new();
-        match selector {
-            TaskSelector::Ids(ids) => {
-                for chunk in ids.chunks(INSERT_CHUNK) {
-                    let update = update().filter(Column::Id.is_in(chunk.iter().copied()));
-                    changed.extend(
-                        guarded(update, transition)
-                            .exec_with_returning(&*txn)
-                            .await?,
-                    );
+        let mut entries = Vec::new();
+        for &running in passes {
+            let update = || {
+                let update = set_transition(task::Entity::update_many(), transition, now, actor);
+                let update = match running {
+                    Some(true) => update.filter(Column::WorkflowStatus.is_in(TaskStatus::RUNNING)),
+                    Some(false) => {
+                        update.filter(Column::WorkflowStatus.is_not_in(TaskStatus::RUNNING))
+                    }
+                    None => update,
+                };
+                guarded(update, transition)
+            };
+            let mut moved = Vec::new();
+            match selector {
+                TaskSelector::Ids(ids) => {
+                    for chunk in ids.chunks(INSERT_CHUNK) {
+                        let update = update().filter(Column::Id.is_in(chunk.iter().copied()));
+                        moved.extend(self.update_tasks(&*txn, update).await?);
+                    }
+                }
+                TaskSelector::Filter(filter) => {
+                    let update = update().filter(filter_condition(filter));
+                    moved = self.update_tasks(&*txn, update).await?;
                 }
             }
-            TaskSelector::Filter(filter) => {
-                let update = update().filter(filter_condition(filter));
-                changed = guarded(update, transition)
-                    .exec_with_returning(&*txn)
-                    .await?;
+            for task in &moved {
+                let ended_claim = (running == Some(true)).then_some(task.attempt);
+                entries.extend(history::transition_entries(task, ended_claim, actor, now));
             }
+            changed.extend(moved);
         }
-        self.commit_transitions(txn, &changed, actor, now).await?;
+        self.commit_transitions(txn, &changed, entries).await?;
 
         let changed: Vec<Uuid> = changed.into_iter().map(|task| task.id).collect();
         let skipped = match selector {
@@ -137,7 +163,7 @@ impl Store {
             .exec(&*txn)
             .await?;
         if deleted.rows_affected > 0 {
-            history::notify_wake(&*txn).await?;
+            announce::notify_wake(&*txn).await?;
         }
         txn.commit().await?;
         if deleted.rows_affected > 0 {

@@ -10,7 +10,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::entity::task::{self, Column};
-use super::{Store, dialect, history};
+use super::{INSERT_CHUNK, Store, announce, dialect};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::Task;
@@ -38,10 +38,12 @@ struct NextRunAt {
 
 impl Store {
     /// Claims up to `max` due tasks for `node_id`, in priority then FIFO order, and starts
-    /// them: QUEUED → EXECUTING (attempt and lease bumped) in one UPDATE. The node starts
-    /// every task it claims at once (it claims no more than it has free slots), so a
-    /// separate start would only cost another statement per claim; the history still
-    /// records both steps, claimed (SCHEDULING) and started (EXECUTING).
+    /// them: QUEUED → EXECUTING (attempt and lease bumped) in one UPDATE, which on
+    /// PostgreSQL also announces them to the other nodes, so a claim is one statement and
+    /// one round trip. The node starts every task it claims at once (or holds it for its
+    /// next free slot), so a separate start would only cost another statement per claim;
+    /// the history shows both steps, claimed (SCHEDULING) and started (EXECUTING), from
+    /// the row (see `history`).
     pub async fn task_get_available(
         &self,
         params: TaskGetAvailableParams<'_>,
@@ -49,7 +51,6 @@ impl Store {
         if params.max == 0 {
             return Ok(Vec::new());
         }
-        let txn = self.begin_write().await?;
         let statement = Statement::from_sql_and_values(
             self.backend,
             dialect::task_get_available(self.backend),
@@ -59,13 +60,9 @@ impl Store {
                 i64::from(params.max).into(),
             ],
         );
-        let mut started = Task::find_by_statement(statement).all(&*txn).await?;
-        if started.is_empty() {
-            return Ok(started);
-        }
-        history::record_claim(&*txn, &started, params.node_id, params.now).await?;
-        history::notify_remote(&*txn, self.origin(), &started).await?;
-        txn.commit().await?;
+        let mut started = self
+            .run_alone(announce::announcing(statement, self.origin()))
+            .await?;
         self.publish(&started);
         // RETURNING gives no order; hand them out in the order they were chosen.
         started.sort_by(|a, b| {
@@ -108,16 +105,11 @@ impl Store {
         if let Some(total) = checkpoint.progress_total {
             update = update.col_expr(Column::ProgressTotal, Expr::value(total));
         }
-        let mut rows = update
+        let update = update
             .filter(Column::Id.eq(task_id))
             .filter(Column::LeaseVersion.eq(lease_version))
-            .filter(Column::WorkflowStatus.eq(TaskStatus::Executing))
-            .exec_with_returning(conn)
-            .await?;
-        if let Some(row) = rows.first() {
-            history::notify_remote(conn, self.origin(), std::slice::from_ref(row)).await?;
-        }
-        Ok(rows.pop())
+            .filter(Column::WorkflowStatus.eq(TaskStatus::Executing));
+        Ok(self.update_tasks(conn, update).await?.pop())
     }
 
     /// Of the given `(id, lease_version)` claims, the ids this node still holds.
@@ -126,7 +118,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut held = Vec::with_capacity(claims.len());
-        for chunk in claims.chunks(history::INSERT_CHUNK) {
+        for chunk in claims.chunks(INSERT_CHUNK) {
             let ids: Vec<Uuid> = task::Entity::find()
                 .select_only()
                 .column(Column::Id)

@@ -19,8 +19,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::entity::task::{self, ActiveModel, Column};
-use super::history::{self, INSERT_CHUNK};
-use super::{Store, WriteTransaction};
+use super::{INSERT_CHUNK, Store, WriteTransaction, announce};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, Task};
@@ -91,10 +90,9 @@ impl Store {
             }
         }
 
+        // No history entry: the row itself records its creation (see `history`).
         if !inserted.is_empty() {
-            let actor = inserted[0].created_by.clone();
-            history::record(conn, &inserted, &actor, now, |_| None).await?;
-            history::notify_wake(conn).await?;
+            announce::notify_wake(conn).await?;
         }
         let mut by_id: HashMap<Uuid, Task> = inserted.into_iter().map(|t| (t.id, t)).collect();
         Ok(models
@@ -120,7 +118,7 @@ impl Store {
 }
 
 /// The row of a new task as it will be stored.
-fn new_row(task: NewTask, now: chrono::DateTime<chrono::Utc>) -> Task {
+pub(super) fn new_row(task: NewTask, now: chrono::DateTime<chrono::Utc>) -> Task {
     // PostgreSQL keeps microseconds; rounding here makes the returned row equal the stored one.
     let now = now.trunc_subsecs(6);
     Task {

@@ -5,8 +5,9 @@
 //! # Layout
 //! - `enqueue`: inserting tasks inside the caller's transaction, [`QueueTransaction`].
 //! - `claim`: the producer's claim (and start), the worker's checkpoint and lease checks.
-//! - `history`: task history rows and PostgreSQL notifications, inside the changing
-//!   transaction.
+//! - `history`: the history rows a task's row cannot imply, and reading the whole history.
+//! - `announce`: PostgreSQL notifications (wake-ups, task events for other nodes), queued
+//!   by the statement or transaction that made the change.
 //! - `transition`: guarded state changes (worker outcomes) and committing them.
 //! - `admin`: retry and abandon (one or many), pause and resume of components.
 //! - `node`: heartbeats, rescue of orphaned tasks, pruning.
@@ -16,6 +17,7 @@
 //! - `dialect`: the statements whose text differs between the backends.
 
 pub(crate) mod admin;
+pub(crate) mod announce;
 pub mod claim;
 pub(crate) mod dialect;
 pub(crate) mod enqueue;
@@ -45,6 +47,10 @@ pub use node::{NodeIdentity, RescueOutcome};
 /// How many events a slow subscriber may fall behind before it starts missing some (it is
 /// told so by `RecvError::Lagged` and can re-read the state from the store).
 const EVENT_BUFFER: usize = 4096;
+
+/// Rows per multi-row statement (INSERT, or ids in an `IN` list), well inside both
+/// backends' bind-parameter limits.
+pub(crate) const INSERT_CHUNK: usize = 500;
 
 /// How long a SQLite writer waits for the store's write gate: as long as SQLite itself
 /// would wait for the file lock (`database::connect` sets the same busy timeout), so a

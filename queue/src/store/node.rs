@@ -6,11 +6,10 @@ use sea_orm::sea_query::{Condition, Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QuerySelect, Set};
 use uuid::Uuid;
 
-use super::Store;
 use super::entity::node;
 use super::entity::task::{self, Column};
-use super::history;
 use super::transition::{guarded, set_transition};
+use super::{INSERT_CHUNK, Store, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 
@@ -154,22 +153,26 @@ impl Store {
             &fail,
         )
         .filter(dead())
-        .filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)))
-        .exec_with_returning(&*txn)
-        .await?;
+        .filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)));
+        let failed = self.update_tasks(&*txn, failed).await?;
         let retried = guarded(
             set_transition(task::Entity::update_many(), &retry, now, &node.node_id),
             &retry,
         )
-        .filter(dead())
-        .exec_with_returning(&*txn)
-        .await?;
+        .filter(dead());
+        let retried = self.update_tasks(&*txn, retried).await?;
         let changed: Vec<_> = failed.iter().chain(&retried).cloned().collect();
         if changed.is_empty() {
             return Ok(RescueOutcome::default());
         }
-        self.commit_transitions(txn, &changed, &node.node_id, now)
-            .await?;
+        // Every rescued task was running: its history also stores the claim that ended.
+        let entries = changed
+            .iter()
+            .flat_map(|task| {
+                history::transition_entries(task, Some(task.attempt), &node.node_id, now)
+            })
+            .collect();
+        self.commit_transitions(txn, &changed, entries).await?;
         Ok(RescueOutcome {
             retried: retried.iter().map(|task| task.id).collect(),
             failed: failed.iter().map(|task| task.id).collect(),
@@ -194,7 +197,7 @@ impl Store {
             .await?;
         let txn = self.begin_write().await?;
         let mut deleted = 0;
-        for chunk in ids.chunks(history::INSERT_CHUNK) {
+        for chunk in ids.chunks(INSERT_CHUNK) {
             deleted += task::Entity::delete_many()
                 .filter(Column::Id.is_in(chunk.iter().copied()))
                 .filter(Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))

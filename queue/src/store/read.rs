@@ -9,7 +9,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::entity::{node, task, task_event};
-use super::{Store, dialect};
+use super::{Store, dialect, history};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{Node, Page, StatusCount, Task, TaskEvent, TaskFilter};
@@ -171,14 +171,20 @@ impl Store {
             .await?)
     }
 
-    /// The transitions of a task (and its attempts' errors), oldest first.
+    /// The transitions of a task (and its attempts' errors), oldest first: the stored
+    /// entries and those its row implies (see `history`). Empty for a task that does not
+    /// exist (or was pruned).
     pub async fn task_history(&self, id: Uuid) -> Result<Vec<TaskEvent>, QueueError> {
-        Ok(task_event::Entity::find()
+        // The row before the entries: a transition committing in between then shows up as
+        // a stored entry and as the row's newer state, never as neither.
+        let task = self.task_get(id).await?;
+        let stored = task_event::Entity::find()
             .filter(task_event::Column::TaskId.eq(id))
             .order_by_asc(task_event::Column::OccurredDate)
             .order_by_asc(task_event::Column::Id)
             .all(&self.db)
-            .await?)
+            .await?;
+        Ok(history::with_implied(task.as_ref(), stored))
     }
 
     /// Every node incarnation with a heartbeat row, most recent heartbeat first.

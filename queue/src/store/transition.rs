@@ -4,12 +4,16 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, UpdateMany};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryTrait,
+    Statement, UpdateMany,
+};
 use uuid::Uuid;
 
 use super::claim::held_by_lease;
-use super::entity::task::{self, Column};
-use super::{Store, WriteTransaction, history};
+use super::entity::task::{self, Column, Entity};
+use super::entity::task_event;
+use super::{INSERT_CHUNK, Store, WriteTransaction, announce, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 use crate::task::Task;
@@ -89,78 +93,119 @@ pub(crate) fn guarded(
 }
 
 impl Store {
-    /// Applies workers' outcomes in one transaction (batched completion), each guarded by the
-    /// task's lease and running status. Returns the rows that changed; an outcome whose claim
-    /// was lost meanwhile (rescued, abandoned) changes nothing and is absent.
+    /// Applies workers' outcomes, each guarded by the task's lease and running status.
+    /// Returns the rows that changed; an outcome whose claim was lost meanwhile (rescued,
+    /// abandoned) changes nothing and is absent.
+    ///
+    /// Completions (nearly every outcome) all set the same columns and store no history (the
+    /// row implies it), so each chunk of them is one statement, committed on its own. The
+    /// other outcomes, with their history entries, share one transaction.
     pub async fn task_finish_many_if_running(
         &self,
         finishes: &[Finish],
         now: DateTime<Utc>,
         node_id: &str,
     ) -> Result<Vec<Task>, QueueError> {
-        if finishes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let txn = self.begin_write().await?;
-        let mut changed = Vec::with_capacity(finishes.len());
-        // Completions all set the same columns: one statement for all of them.
         let (completions, others): (Vec<&Finish>, Vec<&Finish>) = finishes
             .iter()
             .partition(|finish| finish.transition == Transition::Complete);
-        for chunk in completions.chunks(history::INSERT_CHUNK) {
+        let mut changed = Vec::with_capacity(finishes.len());
+        for chunk in completions.chunks(INSERT_CHUNK) {
             let claims = chunk.iter().map(|f| (f.task_id, f.lease_version));
-            let update = set_transition(
-                task::Entity::update_many(),
-                &Transition::Complete,
-                now,
-                node_id,
-            )
-            .filter(held_by_lease(self.backend, claims));
-            changed.extend(
-                guarded(update, &Transition::Complete)
-                    .exec_with_returning(&*txn)
-                    .await?,
-            );
+            let update = set_transition(Entity::update_many(), &Transition::Complete, now, node_id)
+                .filter(held_by_lease(self.backend, claims));
+            let completed = self
+                .update_tasks_alone(guarded(update, &Transition::Complete))
+                .await?;
+            self.publish(&completed);
+            changed.extend(completed);
         }
+        if others.is_empty() {
+            return Ok(changed);
+        }
+        let txn = self.begin_write().await?;
+        let mut moved = Vec::with_capacity(others.len());
+        let mut entries = Vec::new();
         for finish in others {
-            let update = set_transition(
-                task::Entity::update_many(),
-                &finish.transition,
-                now,
-                node_id,
-            )
-            .filter(Column::Id.eq(finish.task_id))
-            .filter(Column::LeaseVersion.eq(finish.lease_version));
-            changed.extend(
-                guarded(update, &finish.transition)
-                    .exec_with_returning(&*txn)
-                    .await?,
-            );
+            let update = set_transition(Entity::update_many(), &finish.transition, now, node_id)
+                .filter(Column::Id.eq(finish.task_id))
+                .filter(Column::LeaseVersion.eq(finish.lease_version));
+            for task in self
+                .update_tasks(&*txn, guarded(update, &finish.transition))
+                .await?
+            {
+                // A hand-back gives the attempt back; its claim ran under the one before.
+                let claimed = task.attempt + i32::from(finish.transition == Transition::HandBack);
+                entries.extend(history::transition_entries(
+                    &task,
+                    Some(claimed),
+                    node_id,
+                    now,
+                ));
+                moved.push(task);
+            }
         }
-        self.commit_transitions(txn, &changed, node_id, now).await?;
+        self.commit_transitions(txn, &moved, entries).await?;
+        changed.extend(moved);
         Ok(changed)
     }
 
-    /// Finishes a transaction that moved `changed`: their history entries (with each new
-    /// `workflow_status_desc` as the detail), notifications for other nodes, a wake-up when
-    /// a task went back to QUEUED, the commit, and the local events.
+    /// Runs `update` (with `RETURNING *`) within `conn`, announcing the changed tasks to the
+    /// other nodes in the same statement (see [`announce::announcing`]).
+    pub(crate) async fn update_tasks<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        update: UpdateMany<Entity>,
+    ) -> Result<Vec<Task>, QueueError> {
+        Ok(Task::find_by_statement(self.announced(update))
+            .all(conn)
+            .await?)
+    }
+
+    /// Runs one announcing UPDATE of tasks as a transaction of its own: on PostgreSQL the
+    /// statement alone (one round trip; a single statement is atomic), on SQLite inside the
+    /// store's write slot, taking the write lock at `BEGIN` (see [`Store::begin_write`]).
+    pub(crate) async fn update_tasks_alone(
+        &self,
+        update: UpdateMany<Entity>,
+    ) -> Result<Vec<Task>, QueueError> {
+        self.run_alone(self.announced(update)).await
+    }
+
+    /// `update` returning the changed rows, and announcing them on PostgreSQL.
+    fn announced(&self, update: UpdateMany<Entity>) -> Statement {
+        let mut query = update.into_query();
+        query.returning_all();
+        announce::announcing(self.backend.build(&query), self.origin())
+    }
+
+    /// Runs `statement`, which returns task rows, as a transaction of its own (see
+    /// [`Store::update_tasks_alone`]).
+    pub(crate) async fn run_alone(&self, statement: Statement) -> Result<Vec<Task>, QueueError> {
+        if self.backend == DbBackend::Postgres {
+            return Ok(Task::find_by_statement(statement).all(&self.db).await?);
+        }
+        let txn = self.begin_write().await?;
+        let rows = Task::find_by_statement(statement).all(&*txn).await?;
+        txn.commit().await?;
+        Ok(rows)
+    }
+
+    /// Finishes a transaction that moved `changed` (announced by their UPDATEs): stores their
+    /// history `entries`, wakes the producers when a task went back to QUEUED, commits, and
+    /// publishes the local events.
     pub(crate) async fn commit_transitions(
         &self,
         txn: WriteTransaction,
         changed: &[Task],
-        actor: &str,
-        now: DateTime<Utc>,
+        entries: Vec<task_event::Model>,
     ) -> Result<(), QueueError> {
-        history::record(&*txn, changed, actor, now, |task| {
-            task.workflow_status_desc.clone()
-        })
-        .await?;
-        history::notify_remote(&*txn, self.origin(), changed).await?;
+        history::insert(&*txn, entries).await?;
         let requeued = changed
             .iter()
             .any(|task| task.workflow_status == TaskStatus::Queued);
         if requeued {
-            history::notify_wake(&*txn).await?;
+            announce::notify_wake(&*txn).await?;
         }
         txn.commit().await?;
         if requeued {

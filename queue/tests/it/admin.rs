@@ -14,6 +14,7 @@ use super::{CountingExecutor, new_task, setup};
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
     abandoning_a_running_task_cancels_it,
+    the_history_shows_every_step_of_an_abandoned_and_retried_task,
     a_failed_task_can_be_retried,
     lists_counts_and_filters,
     the_backlog_age_counts_only_due_tasks,
@@ -90,6 +91,65 @@ async fn abandoning_a_running_task_cancels_it(db: TestDatabase) {
             .unwrap()
             .contains("no longer needed")
     );
+}
+
+/// The history stores the claim an abandon ends (the next claim overwrites the row's copy)
+/// and reads the rest off the row.
+async fn the_history_shows_every_step_of_an_abandoned_and_retried_task(db: TestDatabase) {
+    let mut bundle = setup(db);
+    let (tx, _cancelled) = tokio::sync::mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry.register("test.endless", Endless { cancelled: tx });
+    let runtime = bundle.start("history-before", registry).await;
+    let task = bundle.enqueue(new_task("test.endless")).await;
+    bundle.wait_status(task.id, TaskStatus::Executing).await;
+    assert!(
+        bundle
+            .store
+            .task_abandon(task.id, "stuck", "admin")
+            .await
+            .unwrap()
+    );
+    runtime.shutdown(Duration::from_secs(5)).await;
+
+    let mut registry = Registry::new();
+    registry.register("test.endless", CountingExecutor::default());
+    let runtime = bundle.start("history-after", registry).await;
+    assert!(bundle.store.task_retry(task.id, "admin").await.unwrap());
+    bundle.wait_status(task.id, TaskStatus::Completed).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+
+    let history = bundle.store.task_history(task.id).await.unwrap();
+    let steps: Vec<_> = history
+        .iter()
+        .map(|event| {
+            (
+                event.status,
+                event.attempt,
+                event.actor.split('-').next().unwrap(),
+            )
+        })
+        .collect();
+    use TaskStatus::{Abandoned, Completed, Executing, Queued, Scheduling};
+    assert_eq!(
+        steps,
+        [
+            (Queued, 0, "test"),
+            (Scheduling, 1, "history"),
+            (Executing, 1, "history"),
+            (Abandoned, 1, "admin"),
+            (Queued, 0, "admin"),
+            (Scheduling, 1, "history"),
+            (Executing, 1, "history"),
+            (Completed, 1, "history"),
+        ]
+    );
+    let nodes: Vec<_> = history
+        .iter()
+        .filter(|event| event.status == Executing)
+        .map(|event| event.actor.rsplit_once('-').unwrap().0)
+        .collect();
+    assert_eq!(nodes, ["history-before", "history-after"]);
 }
 
 async fn a_failed_task_can_be_retried(db: TestDatabase) {

@@ -1,14 +1,21 @@
 //! Task events reach subscribers on every node.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use queue::testing::{self, Backend, TestDatabase};
-use queue::{Registry, Runtime, Store, TaskStatus};
+use queue::{QueueEvent, Registry, Runtime, Store, TaskStatus};
 
 use super::{CountingExecutor, PATIENCE, new_task};
 
 queue::backend_tests!(queue::schema::QueueMigrator => events_of_other_nodes_arrive);
+
+/// A component name as long as the column allows, with characters JSON must escape: the
+/// events are built in SQL, and a notification of 8,000 bytes or more would fail the claim.
+fn awkward_component() -> String {
+    let name = "test.\"quoted\"\\path\t".repeat(20);
+    name.chars().take(128).collect()
+}
 
 async fn events_of_other_nodes_arrive(db: TestDatabase) {
     if db.backend == Backend::Sqlite {
@@ -20,18 +27,24 @@ async fn events_of_other_nodes_arrive(db: TestDatabase) {
         let store = Store::new(queue::database::connect(&db.url, 4).await.unwrap());
         let mut registry = Registry::new();
         registry.register("test.count", CountingExecutor::default());
+        registry.register(awkward_component(), CountingExecutor::default());
         let runtime = Runtime::start(testing::fast_config(name), store.clone(), registry)
             .await
             .unwrap();
         nodes.push((store, runtime));
     }
     let mut events = nodes[1].0.subscribe();
-    let tasks: Vec<_> = (0..200).map(|_| new_task("test.count")).collect();
+    let tasks: Vec<_> = (0..200)
+        .map(|i| match i % 2 {
+            0 => new_task("test.count"),
+            _ => new_task(&awkward_component()),
+        })
+        .collect();
     let mut txn = nodes[0].0.begin_queue().await.unwrap();
     let tasks = txn.enqueue_many(tasks).await.unwrap();
     txn.commit().await.unwrap();
 
-    let mut completed = HashSet::new();
+    let mut completed = HashMap::new();
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while completed.len() < tasks.len() {
         let event = tokio::time::timeout_at(deadline, events.recv())
@@ -39,8 +52,16 @@ async fn events_of_other_nodes_arrive(db: TestDatabase) {
             .expect("every completion is announced on node b")
             .expect("no events were lost");
         if event.status == TaskStatus::Completed {
-            completed.insert(event.task_id);
+            completed.insert(event.task_id, event);
         }
+    }
+    for task in &tasks {
+        let row = nodes[1].0.task_get(task.id).await.unwrap().unwrap();
+        assert_eq!(
+            completed.get(&task.id),
+            Some(&QueueEvent::from(&row)),
+            "the event says what the row says"
+        );
     }
     let by_a = db
         .scalar("SELECT COUNT(*) FROM queue_task WHERE scheduled_by_process LIKE 'events-a-%'")

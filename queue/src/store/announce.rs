@@ -1,0 +1,78 @@
+//! PostgreSQL notifications: wake-ups for every node's producer, and task events for the other
+//! nodes' subscribers. Both are queued by the statement or transaction that made the change,
+//! and the server delivers them only when (and only if) it commits. SQLite needs none of
+//! this: its only node is this process, which wakes and publishes in-process after commit.
+
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::task::QueueEvent;
+
+/// PostgreSQL channel telling producers that runnable work appeared.
+pub(crate) const WAKE_CHANNEL: &str = "bulkq_queue_wake";
+/// PostgreSQL channel carrying [`RemoteEvents`] to the other nodes.
+pub(crate) const EVENT_CHANNEL: &str = "bulkq_queue_event";
+
+/// The payload of an [`EVENT_CHANNEL`] notification, as [`announcing`] writes it in SQL.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct RemoteEvents {
+    pub origin: Uuid,
+    pub events: Vec<QueueEvent>,
+}
+
+/// The statement `update` (an `UPDATE … RETURNING *` of task rows, with its parameters)
+/// extended, on PostgreSQL, to announce every row it changes on [`EVENT_CHANNEL`] as part
+/// of the same statement; on SQLite `update` itself.
+///
+/// One statement instead of an UPDATE and then a `SELECT pg_notify` per payload: a claim
+/// or a batch of completions is a single round trip, and needs no transaction of its own.
+/// The events are built in SQL with the field names of [`QueueEvent`] (a test decodes
+/// them), in notifications of at most [`PAYLOAD_BUDGET`] bytes of events each (PostgreSQL
+/// refuses a payload of 8,000 bytes or more; one event is a few hundred bytes).
+pub(crate) fn announcing(update: Statement, origin: Uuid) -> Statement {
+    if update.db_backend != DbBackend::Postgres {
+        return update;
+    }
+    let mut values = update.values.map(|values| values.0).unwrap_or_default();
+    values.push(origin.into());
+    let origin_parameter = values.len();
+    let sql = format!(
+        "WITH changed AS ({update}), \
+         events AS ( \
+             SELECT row_number() OVER () AS position, \
+                 json_build_object('task_id', id, 'component', execution_component_name, \
+                     'owner_id', owner_id, 'status', workflow_status, 'attempt', attempt, \
+                     'progress_done', progress_done, 'progress_total', progress_total)::text AS event \
+             FROM changed), \
+         announced AS ( \
+             SELECT pg_notify('{EVENT_CHANNEL}', \
+                 '{{\"origin\":\"' || ${origin_parameter}::uuid || '\",\"events\":[' \
+                     || string_agg(event, ',' ORDER BY position) || ']}}') \
+             FROM (SELECT position, event, \
+                       sum(octet_length(event)) OVER (ORDER BY position) / {PAYLOAD_BUDGET} AS part \
+                   FROM events) parts \
+             GROUP BY part) \
+         SELECT changed.* FROM changed, (SELECT count(*) FROM announced) AS sent",
+        update = update.sql,
+    );
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// Bytes of events after which a notification is full: the events that cross it still go
+/// in, so a payload stays below this plus one event and the envelope, well under 8,000.
+const PAYLOAD_BUDGET: usize = 6000;
+
+/// On PostgreSQL, wakes every node's producer once the transaction commits.
+pub(crate) async fn notify_wake<C: ConnectionTrait>(conn: &C) -> Result<(), sea_orm::DbErr> {
+    if conn.get_database_backend() != DbBackend::Postgres {
+        return Ok(());
+    }
+    conn.execute_raw(Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        "SELECT pg_notify($1, '')",
+        [WAKE_CHANNEL.into()],
+    ))
+    .await?;
+    Ok(())
+}
