@@ -138,6 +138,9 @@ pub struct StatusCount {
 }
 
 /// A change of a task, broadcast to subscribers (live UI, tests waiting for an outcome).
+///
+/// PostgreSQL notifications carry it as a JSON array of its fields in this order (see
+/// `store::announce`): reorder the fields there too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueEvent {
     pub task_id: Uuid,
