@@ -177,6 +177,21 @@ impl TaskContext {
         self.task.progress_total
     }
 
+    /// Whether a second batch of this task may be begun now, beside an open one (to be
+    /// committed after it): on PostgreSQL when a pooled connection is idle at this moment;
+    /// never on SQLite, where a batch holds the store's one write slot and a second would
+    /// wait for the first forever.
+    ///
+    /// Only an idle connection: if tasks that each hold one connection all waited for a
+    /// second, none would ever finish. A task that finds one idle here may still wait
+    /// briefly, when another takes it first, but then whoever took the last connection is
+    /// not waiting (it holds its pair, or found none idle and goes on with one batch), so
+    /// the wait ends.
+    pub fn may_begin_second_batch(&self) -> bool {
+        self.store.backend() == sea_orm::DbBackend::Postgres
+            && self.store.db().get_postgres_connection_pool().num_idle() > 0
+    }
+
     /// Fires when the work should stop: shutdown, timeout, or the task was taken away
     /// (abandoned, rescued). Long steps outside batches should watch it.
     pub fn cancellation(&self) -> &CancellationToken {

@@ -91,7 +91,7 @@ async fn a_job_due_every_second_runs_once_per_due_time_on_three_nodes(db: TestDa
 async fn due_times_missed_while_every_node_was_down_run_once(db: TestDatabase) {
     let runs = Runs::default();
     let first = node(&db, "node-a", &runs).await;
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    wait_for_runs(&runs, 1).await;
     first.shutdown(Duration::from_secs(5)).await;
     let before = runs.lock().unwrap().len();
     assert!(before >= 1);
@@ -100,7 +100,8 @@ async fn due_times_missed_while_every_node_was_down_run_once(db: TestDatabase) {
     tokio::time::sleep(Duration::from_millis(4_200)).await;
     let restarted = Utc::now();
     let second = node(&db, "node-b", &runs).await;
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // The catch-up run and one on schedule after it.
+    wait_for_runs(&runs, before + 2).await;
     second.shutdown(Duration::from_secs(5)).await;
     let runs = runs.lock().unwrap().clone();
     // One catch-up run for the missed due times, not a burst of four; then the schedule.
@@ -110,4 +111,17 @@ async fn due_times_missed_while_every_node_was_down_run_once(db: TestDatabase) {
         .count();
     assert_eq!(caught_up, 1, "{runs:?}");
     assert!(runs.len() > before + 1, "back on schedule: {runs:?}");
+}
+
+/// Waits until `runs` holds at least `count` runs: on a loaded machine a node's first pass
+/// may come well after its start, so no fixed sleep would do.
+async fn wait_for_runs(runs: &Runs, count: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while runs.lock().unwrap().len() < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "fewer than {count} runs within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

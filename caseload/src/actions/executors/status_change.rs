@@ -18,20 +18,24 @@ impl TaskExecutor for StatusChangeExecutor {
         let spec: StatusChangeSpec = read_spec(ctx)?;
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.batch_size)?;
-        while let Some(step) = walk.next(ctx).await? {
-            let report = change_status(
-                &*step.txn,
-                ctx.task_id(),
-                &step.actor,
-                &spec.change,
-                &step.batch.ids,
-                Utc::now(),
-            )
-            .await
-            .map_err(task_error)?;
-            walk.progress.report.add(&report);
-            walk.commit(ctx, step.txn).await?;
-        }
-        Ok(())
+        let task_id = ctx.task_id();
+        walk.run(ctx, move |step| {
+            // The future may borrow only its step, so it takes its own copy of the change.
+            let change = spec.change.clone();
+            Box::pin(async move {
+                let now = Utc::now();
+                change_status(
+                    &*step.txn,
+                    task_id,
+                    &step.actor,
+                    &change,
+                    &step.batch.ids,
+                    now,
+                )
+                .await
+                .map_err(task_error)
+            })
+        })
+        .await
     }
 }
