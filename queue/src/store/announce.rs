@@ -4,7 +4,7 @@
 //! this: its only node is this process, which wakes and publishes in-process after commit.
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::task::QueueEvent;
@@ -15,7 +15,7 @@ pub(crate) const WAKE_CHANNEL: &str = "bulkq_queue_wake";
 pub(crate) const EVENT_CHANNEL: &str = "bulkq_queue_event";
 
 /// The payload of an [`EVENT_CHANNEL`] notification, as [`announcing`] writes it in SQL.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Deserialize)]
 pub(crate) struct RemoteEvents {
     pub origin: Uuid,
     pub events: Vec<QueueEvent>,

@@ -134,7 +134,7 @@ impl Store {
                 .update_tasks(&*txn, guarded(update, &finish.transition))
                 .await?
             {
-                // A hand-back gives the attempt back; its claim ran under the one before.
+                // A hand-back gives its attempt back: the claim it ended ran under one more.
                 let claimed = task.attempt + i32::from(finish.transition == Transition::HandBack);
                 entries.extend(history::transition_entries(
                     &task,
