@@ -21,6 +21,7 @@ mod producer;
 mod pruner;
 mod rescuer;
 mod sqlite_watch;
+mod wal_writes;
 mod worker;
 
 use std::future::Future;
@@ -85,8 +86,9 @@ pub struct RuntimeConfig {
     /// the safety net for a missed notification. Default [`SWEEP_INTERVAL_DEFAULT`] (1 s).
     pub sweep_interval: Duration,
     /// SQLite only: how often the node looks for commits of other processes (tasks they
-    /// enqueued) with `PRAGMA data_version`, which costs microseconds. PostgreSQL nodes are
-    /// woken by NOTIFY instead. Default [`SQLITE_POLL_INTERVAL_DEFAULT`] (1 ms).
+    /// enqueued) with `PRAGMA data_version`, which costs microseconds; on Linux a write to
+    /// the WAL file makes it look at once as well. PostgreSQL nodes are woken by NOTIFY
+    /// instead. Default [`SQLITE_POLL_INTERVAL_DEFAULT`] (1 ms).
     pub sqlite_poll_interval: Duration,
     /// Default [`HEARTBEAT_INTERVAL_DEFAULT`] (5 s).
     pub heartbeat_interval: Duration,

@@ -14,18 +14,21 @@ pub struct Migration;
 ///   claiming stays fast however many finished tasks are retained.
 /// - `unique_key`: a key is unique among tasks that still have work ahead of them; this is
 ///   also the arbiter of the enqueue's `ON CONFLICT`.
-/// - `running`: the rescuer's search for tasks held by dead nodes.
+/// - `running`: the rescuer's search for tasks held by dead nodes (dropped again by
+///   `m20261122_000050_drop_running_index`).
 /// - `stopped`: the pruner's search for old finished tasks.
 const PARTIAL_INDEXES: [&str; 4] = [
     "CREATE INDEX idx_queue_task_claim ON queue_task (priority DESC, run_at, id) \
      WHERE workflow_status = 'QUEUED'",
     "CREATE UNIQUE INDEX idx_queue_task_unique_key ON queue_task (unique_key) \
      WHERE unique_key IS NOT NULL AND workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')",
-    "CREATE INDEX idx_queue_task_running ON queue_task (scheduled_by_process) \
-     WHERE workflow_status IN ('SCHEDULING', 'EXECUTING')",
+    RUNNING_INDEX,
     "CREATE INDEX idx_queue_task_stopped ON queue_task (workflow_stopped_date) \
      WHERE workflow_stopped_date IS NOT NULL",
 ];
+
+pub(super) const RUNNING_INDEX: &str = "CREATE INDEX idx_queue_task_running \
+     ON queue_task (scheduled_by_process) WHERE workflow_status IN ('SCHEDULING', 'EXECUTING')";
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {

@@ -9,12 +9,14 @@ use sea_orm_migration::MigrationTrait;
 
 pub mod m20261121_000010_create_queue;
 pub mod m20261121_000030_queue_scheduler;
+pub mod m20261122_000050_drop_running_index;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
     vec![
         Box::new(m20261121_000010_create_queue::Migration),
         Box::new(m20261121_000030_queue_scheduler::Migration),
+        Box::new(m20261122_000050_drop_running_index::Migration),
     ]
 }
 
