@@ -35,7 +35,7 @@ impl Listener {
             }
             match serde_json::from_str::<RemoteEvents>(notification.payload()) {
                 Ok(remote) if remote.origin != self.store.origin() => {
-                    self.store.publish_remote(remote.events);
+                    self.store.publish_events(&remote.events);
                 }
                 Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "unreadable task event notification"),

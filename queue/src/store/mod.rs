@@ -208,10 +208,11 @@ impl Store {
         }
     }
 
-    /// Hands events received from another node to local subscribers.
-    pub(crate) fn publish_remote(&self, events: Vec<QueueEvent>) {
+    /// Hands events to local subscribers: those of this node's changes that were not read
+    /// back as whole rows, and those received from another node.
+    pub(crate) fn publish_events(&self, events: &[QueueEvent]) {
         for event in events {
-            let _ = self.signals.events.send(event);
+            let _ = self.signals.events.send(event.clone());
         }
     }
 }

@@ -3,7 +3,7 @@
 //! the task first wins and every later, stale writer matches no row.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::{Expr, ExprTrait, Query, UpdateStatement};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryTrait,
     Statement, UpdateMany,
@@ -16,7 +16,47 @@ use super::entity::task_event;
 use super::{INSERT_CHUNK, Store, WriteTransaction, announce, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
-use crate::task::Task;
+use crate::task::{QueueEvent, Task};
+
+/// The columns of a task row that its [`QueueEvent`] carries: all that a completion returns,
+/// since nothing else of a finished task is needed and whole rows are several times the
+/// bytes to send and decode.
+#[derive(FromQueryResult)]
+struct EventColumns {
+    id: Uuid,
+    execution_component_name: String,
+    owner_id: Uuid,
+    workflow_status: TaskStatus,
+    attempt: i32,
+    progress_done: i64,
+    progress_total: Option<i64>,
+}
+
+impl EventColumns {
+    const COLUMNS: [Column; 7] = [
+        Column::Id,
+        Column::ExecutionComponentName,
+        Column::OwnerId,
+        Column::WorkflowStatus,
+        Column::Attempt,
+        Column::ProgressDone,
+        Column::ProgressTotal,
+    ];
+}
+
+impl From<EventColumns> for QueueEvent {
+    fn from(row: EventColumns) -> Self {
+        Self {
+            task_id: row.id,
+            component: row.execution_component_name,
+            owner_id: row.owner_id,
+            status: row.workflow_status,
+            attempt: row.attempt,
+            progress_done: row.progress_done,
+            progress_total: row.progress_total,
+        }
+    }
+}
 
 /// A worker's outcome for one claimed task.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,18 +134,19 @@ pub(crate) fn guarded(
 
 impl Store {
     /// Applies workers' outcomes, each guarded by the task's lease and running status.
-    /// Returns the rows that changed; an outcome whose claim was lost meanwhile (rescued,
-    /// abandoned) changes nothing and is absent.
+    /// Returns the changes, as the events published for them; an outcome whose claim was
+    /// lost meanwhile (rescued, abandoned) changes nothing and is absent.
     ///
     /// Completions (nearly every outcome) all set the same columns and store no history (the
-    /// row implies it), so each chunk of them is one statement, committed on its own. The
-    /// other outcomes, with their history entries, share one transaction.
+    /// row implies it), so each chunk of them is one statement, committed on its own, which
+    /// returns only the columns of the tasks' events. The other outcomes, with their history
+    /// entries, share one transaction.
     pub async fn task_finish_many_if_running(
         &self,
         finishes: &[Finish],
         now: DateTime<Utc>,
         node_id: &str,
-    ) -> Result<Vec<Task>, QueueError> {
+    ) -> Result<Vec<QueueEvent>, QueueError> {
         let (completions, others): (Vec<&Finish>, Vec<&Finish>) = finishes
             .iter()
             .partition(|finish| finish.transition == Transition::Complete);
@@ -114,11 +155,12 @@ impl Store {
             let claims = chunk.iter().map(|f| (f.task_id, f.lease_version));
             let update = set_transition(Entity::update_many(), &Transition::Complete, now, node_id)
                 .filter(held_by_lease(self.backend, claims));
-            let completed = self
-                .update_tasks_alone(guarded(update, &Transition::Complete))
-                .await?;
-            self.publish(&completed);
-            changed.extend(completed);
+            let mut query = guarded(update, &Transition::Complete).into_query();
+            query.returning(Query::returning().columns(EventColumns::COLUMNS));
+            let completed: Vec<EventColumns> = self.run_alone(self.announcing(&query)).await?;
+            let events: Vec<QueueEvent> = completed.into_iter().map(QueueEvent::from).collect();
+            self.publish_events(&events);
+            changed.extend(events);
         }
         if others.is_empty() {
             return Ok(changed);
@@ -146,7 +188,7 @@ impl Store {
             }
         }
         self.commit_transitions(txn, &moved, entries).await?;
-        changed.extend(moved);
+        changed.extend(moved.iter().map(QueueEvent::from));
         Ok(changed)
     }
 
@@ -162,31 +204,32 @@ impl Store {
             .await?)
     }
 
-    /// Runs one announcing UPDATE of tasks as a transaction of its own: on PostgreSQL the
-    /// statement alone (one round trip; a single statement is atomic), on SQLite inside the
-    /// store's write slot, taking the write lock at `BEGIN` (see [`Store::begin_write`]).
-    pub(crate) async fn update_tasks_alone(
-        &self,
-        update: UpdateMany<Entity>,
-    ) -> Result<Vec<Task>, QueueError> {
-        self.run_alone(self.announced(update)).await
-    }
-
     /// `update` returning the changed rows, and announcing them on PostgreSQL.
     fn announced(&self, update: UpdateMany<Entity>) -> Statement {
         let mut query = update.into_query();
         query.returning_all();
-        announce::announcing(self.backend.build(&query), self.origin())
+        self.announcing(&query)
     }
 
-    /// Runs `statement`, which returns task rows, as a transaction of its own (see
-    /// [`Store::update_tasks_alone`]).
-    pub(crate) async fn run_alone(&self, statement: Statement) -> Result<Vec<Task>, QueueError> {
+    /// `update`, whose RETURNING includes [`EventColumns::COLUMNS`], announcing the changed
+    /// tasks on PostgreSQL.
+    fn announcing(&self, update: &UpdateStatement) -> Statement {
+        announce::announcing(self.backend.build(update), self.origin())
+    }
+
+    /// Runs `statement`, an announcing UPDATE that returns rows of tasks, as a transaction
+    /// of its own: on PostgreSQL the statement alone (one round trip; a single statement is
+    /// atomic), on SQLite inside the store's write slot, taking the write lock at `BEGIN`
+    /// (see [`Store::begin_write`]).
+    pub(crate) async fn run_alone<Row: FromQueryResult + Send + Sync>(
+        &self,
+        statement: Statement,
+    ) -> Result<Vec<Row>, QueueError> {
         if self.backend == DbBackend::Postgres {
-            return Ok(Task::find_by_statement(statement).all(&self.db).await?);
+            return Ok(Row::find_by_statement(statement).all(&self.db).await?);
         }
         let txn = self.begin_write().await?;
-        let rows = Task::find_by_statement(statement).all(&*txn).await?;
+        let rows = Row::find_by_statement(statement).all(&*txn).await?;
         txn.commit().await?;
         Ok(rows)
     }
