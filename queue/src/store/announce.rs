@@ -3,16 +3,59 @@
 //! and the server delivers them only when (and only if) it commits. SQLite needs none of
 //! this: its only node is this process, which wakes and publishes in-process after commit.
 
-use sea_orm::{ConnectionTrait, DbBackend, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, FromQueryResult, IdenStatic, Statement};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::entity::task::Column;
+use crate::state::TaskStatus;
 use crate::task::QueueEvent;
 
 /// PostgreSQL channel telling producers that runnable work appeared.
 pub(crate) const WAKE_CHANNEL: &str = "bulkq_queue_wake";
 /// PostgreSQL channel carrying [`RemoteEvents`] to the other nodes.
 pub(crate) const EVENT_CHANNEL: &str = "bulkq_queue_event";
+
+/// The columns of a task row that its [`QueueEvent`] carries: what a notification sends, and
+/// all that a completion returns, since nothing else of a finished task is needed and whole
+/// rows are several times the bytes to send and decode.
+#[derive(FromQueryResult)]
+pub(crate) struct EventColumns {
+    id: Uuid,
+    execution_component_name: String,
+    owner_id: Uuid,
+    workflow_status: TaskStatus,
+    attempt: i32,
+    progress_done: i64,
+    progress_total: Option<i64>,
+}
+
+impl EventColumns {
+    /// In [`QueueEvent`]'s field order, which the notifications' JSON arrays follow.
+    pub(crate) const COLUMNS: [Column; 7] = [
+        Column::Id,
+        Column::ExecutionComponentName,
+        Column::OwnerId,
+        Column::WorkflowStatus,
+        Column::Attempt,
+        Column::ProgressDone,
+        Column::ProgressTotal,
+    ];
+}
+
+impl From<EventColumns> for QueueEvent {
+    fn from(row: EventColumns) -> Self {
+        Self {
+            task_id: row.id,
+            component: row.execution_component_name,
+            owner_id: row.owner_id,
+            status: row.workflow_status,
+            attempt: row.attempt,
+            progress_done: row.progress_done,
+            progress_total: row.progress_total,
+        }
+    }
+}
 
 /// The payload of an [`EVENT_CHANNEL`] notification, as [`announcing`] writes it in SQL.
 #[derive(Debug, Deserialize)]
@@ -21,7 +64,8 @@ pub(crate) struct RemoteEvents {
     pub events: Vec<QueueEvent>,
 }
 
-/// The statement `update` (an `UPDATE … RETURNING *` of task rows, with its parameters)
+/// The statement `update` (an UPDATE of tasks returning at least [`EventColumns::COLUMNS`],
+/// with its parameters)
 /// extended, on PostgreSQL, to announce every row it changes on [`EVENT_CHANNEL`] as part
 /// of the same statement; on SQLite `update` itself.
 ///
@@ -44,8 +88,7 @@ pub(crate) fn announcing(update: Statement, origin: Uuid) -> Statement {
     let sql = format!(
         "WITH changed AS ({update}), \
          events AS ( \
-             SELECT json_build_array(id, execution_component_name, owner_id, workflow_status, \
-                 attempt, progress_done, progress_total)::text AS event \
+             SELECT json_build_array({event_columns})::text AS event \
              FROM changed), \
          announced AS ( \
              SELECT pg_notify('{EVENT_CHANNEL}', \
@@ -58,6 +101,9 @@ pub(crate) fn announcing(update: Statement, origin: Uuid) -> Statement {
              GROUP BY part) \
          SELECT changed.* FROM changed, (SELECT count(*) FROM announced) AS sent",
         update = update.sql,
+        event_columns = EventColumns::COLUMNS
+            .map(|column| column.as_str())
+            .join(", "),
     );
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }

@@ -10,53 +10,14 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::announce::{self, EventColumns};
 use super::claim::held_by_lease;
 use super::entity::task::{self, Column, Entity};
 use super::entity::task_event;
-use super::{INSERT_CHUNK, Store, WriteTransaction, announce, history};
+use super::{INSERT_CHUNK, Store, WriteTransaction, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 use crate::task::{QueueEvent, Task};
-
-/// The columns of a task row that its [`QueueEvent`] carries: all that a completion returns,
-/// since nothing else of a finished task is needed and whole rows are several times the
-/// bytes to send and decode.
-#[derive(FromQueryResult)]
-struct EventColumns {
-    id: Uuid,
-    execution_component_name: String,
-    owner_id: Uuid,
-    workflow_status: TaskStatus,
-    attempt: i32,
-    progress_done: i64,
-    progress_total: Option<i64>,
-}
-
-impl EventColumns {
-    const COLUMNS: [Column; 7] = [
-        Column::Id,
-        Column::ExecutionComponentName,
-        Column::OwnerId,
-        Column::WorkflowStatus,
-        Column::Attempt,
-        Column::ProgressDone,
-        Column::ProgressTotal,
-    ];
-}
-
-impl From<EventColumns> for QueueEvent {
-    fn from(row: EventColumns) -> Self {
-        Self {
-            task_id: row.id,
-            component: row.execution_component_name,
-            owner_id: row.owner_id,
-            status: row.workflow_status,
-            attempt: row.attempt,
-            progress_done: row.progress_done,
-            progress_total: row.progress_total,
-        }
-    }
-}
 
 /// A worker's outcome for one claimed task.
 #[derive(Debug, Clone, PartialEq)]
