@@ -44,10 +44,16 @@ pub struct LockGrant {
 impl Store {
     /// The database's current time: what every lock comparison is made against.
     pub async fn db_now(&self) -> Result<DateTime<Utc>, QueueError> {
+        self.db_now_on(&self.db).await
+    }
+
+    /// [`Store::db_now`], read on `conn`. A lock operation reads it on its own transaction:
+    /// on a second connection, every periodic job of a node could hold a transaction while
+    /// waiting for a free connection of the pool, none of them ever getting one.
+    async fn db_now_on<C: ConnectionTrait>(&self, conn: &C) -> Result<DateTime<Utc>, QueueError> {
         match self.backend {
             DbBackend::Postgres => {
-                let row = self
-                    .db
+                let row = conn
                     .query_one_raw(Statement::from_string(
                         self.backend,
                         "SELECT clock_timestamp() AS now",
@@ -71,7 +77,7 @@ impl Store {
         lock_at_most_for: Duration,
     ) -> Result<Option<LockGrant>, QueueError> {
         let txn = self.begin_write().await?;
-        let now = self.db_now().await?;
+        let now = self.db_now_on(&*txn).await?;
         let grant = LockGrant {
             name: name.to_owned(),
             holder: holder.to_owned(),
@@ -127,7 +133,7 @@ impl Store {
         lock_at_most_for: Duration,
     ) -> Result<bool, QueueError> {
         let txn = self.begin_write().await?;
-        let now = self.db_now().await?;
+        let now = self.db_now_on(&*txn).await?;
         let until = now + to_chrono(lock_at_most_for)?;
         let extended = scheduler_lock::Entity::update_many()
             .col_expr(Column::LockUntil, Expr::value(until))
@@ -153,7 +159,7 @@ impl Store {
         lock_at_least_for: Duration,
     ) -> Result<(), QueueError> {
         let txn = self.begin_write().await?;
-        let now = self.db_now().await?;
+        let now = self.db_now_on(&*txn).await?;
         let until = Ord::max(now, grant.locked_at + to_chrono(lock_at_least_for)?);
         scheduler_lock::Entity::update_many()
             .col_expr(Column::LockUntil, Expr::value(until))

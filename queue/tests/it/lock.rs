@@ -1,5 +1,6 @@
 //! The scheduler lock: one holder at a time under a race of many pools, expiry of a dead
-//! holder's lock (at most), the minimum hold after a fast job (at least), and extension.
+//! holder's lock (at most), the minimum hold after a fast job (at least), extension, and
+//! every operation needing just one connection of its pool.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,6 +14,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     a_dead_holders_lock_expires_after_lock_at_most_for,
     a_fast_job_keeps_the_lock_for_lock_at_least_for,
     a_holder_extends_its_lock_until_it_has_expired,
+    a_pool_of_one_connection_takes_extends_and_releases_the_lock,
 );
 
 const NAME: &str = "nightly-report";
@@ -143,4 +145,25 @@ async fn a_holder_extends_its_lock_until_it_has_expired(db: TestDatabase) {
     tokio::time::sleep(short + Duration::from_millis(100)).await;
     assert!(!store.lock_extend(&mut grant, short).await.unwrap());
     assert!(peer_acquires(&store, NAME).await);
+}
+
+/// Each lock operation reads the database's clock on its own transaction's connection: a
+/// node whose periodic jobs all held a transaction while each waited for a second
+/// connection to read the clock waited out the pool's 30 s acquire timeout (a three-node
+/// periodic test saw one run in 20 s). With a single connection that wait is certain.
+async fn a_pool_of_one_connection_takes_extends_and_releases_the_lock(db: TestDatabase) {
+    let store = Store::new(queue::database::connect(&db.url, 1).await.unwrap());
+    let round = async {
+        let mut grant = store
+            .lock_try_acquire(NAME, "solo", LONG)
+            .await
+            .unwrap()
+            .expect("nobody else holds it");
+        assert!(store.lock_extend(&mut grant, LONG).await.unwrap());
+        store.lock_release(grant, Duration::ZERO).await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(10), round)
+        .await
+        .expect("a lock operation waited for a second connection");
+    assert!(peer_acquires(&store, NAME).await, "the release let it go");
 }
