@@ -2,7 +2,7 @@
 //! check that it still holds them. Every write after the claim is guarded by the lease.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Condition, Expr, ExprTrait};
+use sea_orm::sea_query::{Condition, Expr, ExprTrait, IntoIden, Query, TableRef};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter,
     QuerySelect, Statement,
@@ -119,14 +119,15 @@ impl Store {
         }
         let mut held = Vec::with_capacity(claims.len());
         for chunk in claims.chunks(INSERT_CHUNK) {
-            let ids: Vec<Uuid> = task::Entity::find()
+            let claims = ClaimMatch::new(self.backend, chunk.iter().copied());
+            let mut select = task::Entity::find()
                 .select_only()
                 .column(Column::Id)
-                .filter(Column::WorkflowStatus.is_in(TaskStatus::RUNNING))
-                .filter(held_by_lease(self.backend, chunk.iter().copied()))
-                .into_tuple()
-                .all(&self.db)
-                .await?;
+                .filter(claims.condition);
+            if let Some(from) = claims.from {
+                QuerySelect::query(&mut select).from(from);
+            }
+            let ids: Vec<Uuid> = select.into_tuple().all(&self.db).await?;
             held.extend(ids);
         }
         Ok(held)
@@ -144,31 +145,68 @@ pub struct Checkpoint {
     pub progress_total: Option<i64>,
 }
 
-/// Rows matching one of the `(id, lease_version)` claims exactly.
+/// How a statement finds the rows of a list of `(id, lease_version)` claims: the rows that
+/// still carry the lease their claim took. Every change of `workflow_status` (a claim, any
+/// [`crate::state::Transition`]) bumps `lease_version`, so such a row is still EXECUTING
+/// under that claim, and no status test is needed beside it.
 ///
-/// SQLite: `(id = ? AND lease_version = ?) OR …`. PostgreSQL: the pairs as two array
-/// parameters, so a batch of completions is one prepared statement whatever its size, not
-/// a new statement (parsed and planned anew) for every batch length. The `id = ANY` keeps
-/// the plan on the primary key: the planner cannot see how few pairs `unnest` yields, and
-/// may otherwise scan the whole (aged) table for them.
-pub(crate) fn held_by_lease(
-    backend: DbBackend,
-    claims: impl IntoIterator<Item = (Uuid, i64)>,
-) -> Condition {
-    match backend {
-        DbBackend::Postgres => {
-            let (ids, leases): (Vec<Uuid>, Vec<i64>) = claims.into_iter().unzip();
-            Condition::all().add(Expr::cust_with_values(
-                "id = ANY($1::uuid[]) \
-                 AND (id, lease_version) IN (SELECT * FROM unnest($1::uuid[], $2::int8[]))",
-                [ids.into(), leases.into()] as [sea_orm::Value; 2],
-            ))
+/// SQLite: `(id = ? AND lease_version = ?) OR …`, one primary-key lookup per claim.
+///
+/// PostgreSQL: a join with the claims as two array parameters (`FROM (SELECT
+/// unnest($1::uuid[]) …) AS claim`), so a batch is one prepared statement whatever its
+/// size, and its generic plan looks each claim up in the primary key: an array
+/// parameter's length is estimated small, so the claims drive a nested loop. Written as a
+/// semi-join (`(id, lease_version) IN (SELECT * FROM unnest(…))`), or next to a test of
+/// `workflow_status`, the planner started from the status index instead (statistics say
+/// next to nothing is EXECUTING) and compared every running task with every claim:
+/// 11–15 ms for 256 completions with 512 tasks running, against 3 ms this way.
+pub(crate) struct ClaimMatch {
+    /// The claims as a table, to add to the statement's FROM (PostgreSQL only).
+    pub from: Option<TableRef>,
+    /// Restricts `queue_task` to the claimed rows.
+    pub condition: Condition,
+}
+
+/// The alias of [`ClaimMatch::from`] and its columns, distinct from `queue_task`'s so
+/// unqualified column names in SET and RETURNING stay unambiguous.
+const CLAIM: &str = "claim";
+const CLAIMED_ID: &str = "claimed_id";
+const CLAIMED_LEASE: &str = "claimed_lease";
+
+impl ClaimMatch {
+    pub(crate) fn new(backend: DbBackend, claims: impl IntoIterator<Item = (Uuid, i64)>) -> Self {
+        match backend {
+            DbBackend::Postgres => {
+                let (ids, leases): (Vec<Uuid>, Vec<i64>) = claims.into_iter().unzip();
+                let table = Query::select()
+                    .expr_as(
+                        Expr::cust_with_values("unnest($1::uuid[])", [ids]),
+                        CLAIMED_ID,
+                    )
+                    .expr_as(
+                        Expr::cust_with_values("unnest($1::int8[])", [leases]),
+                        CLAIMED_LEASE,
+                    )
+                    .to_owned();
+                Self {
+                    from: Some(TableRef::SubQuery(Box::new(table), CLAIM.into_iden())),
+                    condition: Condition::all()
+                        .add(Expr::col((task::Entity, Column::Id)).equals((CLAIM, CLAIMED_ID)))
+                        .add(
+                            Expr::col((task::Entity, Column::LeaseVersion))
+                                .equals((CLAIM, CLAIMED_LEASE)),
+                        ),
+                }
+            }
+            _ => Self {
+                from: None,
+                condition: claims
+                    .into_iter()
+                    .fold(Condition::any(), |any, (id, lease)| {
+                        any.add(Column::Id.eq(id).and(Column::LeaseVersion.eq(lease)))
+                    }),
+            },
         }
-        _ => claims
-            .into_iter()
-            .fold(Condition::any(), |any, (id, lease)| {
-                any.add(Column::Id.eq(id).and(Column::LeaseVersion.eq(lease)))
-            }),
     }
 }
 

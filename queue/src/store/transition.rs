@@ -11,7 +11,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::announce::{self, EventColumns};
-use super::claim::held_by_lease;
+use super::claim::ClaimMatch;
 use super::entity::task::{self, Column, Entity};
 use super::entity::task_event;
 use super::{INSERT_CHUNK, Store, WriteTransaction, history};
@@ -113,10 +113,17 @@ impl Store {
             .partition(|finish| finish.transition == Transition::Complete);
         let mut changed = Vec::with_capacity(finishes.len());
         for chunk in completions.chunks(INSERT_CHUNK) {
-            let claims = chunk.iter().map(|f| (f.task_id, f.lease_version));
+            // The lease alone says the claim still holds the task (see `ClaimMatch`).
+            let claims = ClaimMatch::new(
+                self.backend,
+                chunk.iter().map(|f| (f.task_id, f.lease_version)),
+            );
             let update = set_transition(Entity::update_many(), &Transition::Complete, now, node_id)
-                .filter(held_by_lease(self.backend, claims));
-            let mut query = guarded(update, &Transition::Complete).into_query();
+                .filter(claims.condition);
+            let mut query = update.into_query();
+            if let Some(from) = claims.from {
+                query.from(from);
+            }
             query.returning(Query::returning().columns(EventColumns::COLUMNS));
             let completed: Vec<EventColumns> = self.run_alone(self.announcing(&query)).await?;
             let events: Vec<QueueEvent> = completed.into_iter().map(QueueEvent::from).collect();
