@@ -38,7 +38,7 @@ chaos:
 	BULKQ_CHAOS_TASKS=5000 BULKQ_REQUIRE_POSTGRES=1 TEST_DATABASE_URL="$$(scripts/postgres-url.sh)" \
 	  cargo test -p server --test it cluster::nodes_killed_at_random -- --nocapture
 
-# The benchmark suite (release builds, about 30 minutes at a million people): queue drain,
+# The benchmark suite (release builds, 7-14 minutes at a million people): queue drain,
 # latency and aged-table figures, then the bulk actions at scale. See scripts/bench.sh.
 bench:
 	scripts/bench.sh
