@@ -14,6 +14,9 @@
 //!   executor's first line, p50 / p95 / p99 / max.
 //! - **aged**: the drain again with 1,000,000 COMPLETED tasks (and their history) retained
 //!   in the table, and its rate as a share of the fresh table's.
+//! - **statements**: the drain's baseline in the database, the store's claim and
+//!   completion statements alone from two concurrent loops (see `statements`); the
+//!   default drain's rate as a share of theirs.
 //! - **drain without prefetch**: the drain with `RuntimeConfig::prefetch` at 0
 //!   (`--prefetch N` for another value) instead of the default 256, the baseline for what
 //!   nodes gain by holding claimed tasks: the default's rate as a share of this one's.
@@ -23,6 +26,7 @@
 //! and a table at the end. These are figures to read, not tests.
 
 mod report;
+mod statements;
 mod worker;
 
 use std::collections::HashMap;
@@ -76,8 +80,11 @@ impl Shape {
 
 const LATENCY_TASKS: usize = 300;
 const LATENCY_GAP: Duration = Duration::from_millis(20);
-/// Finished tasks are inserted this many per transaction when ageing the table.
-const AGE_CHUNK: usize = 5_000;
+/// Tasks are enqueued this many per transaction when the benchmark enqueues them itself.
+const ENQUEUE_CHUNK: usize = 5_000;
+/// Concurrent claim-and-complete loops of the statements scenario: two cores, and a node's
+/// claims and completions are two streams as well.
+const STATEMENT_STREAMS: usize = 2;
 /// How often the parent looks whether the queue has drained.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -100,6 +107,12 @@ async fn main() -> Result<(), Error> {
         };
         if backend == Backend::Postgres {
             drain(&mut report, backend, &settings, Shape::new(2, 8), 0).await?;
+        }
+        if let Some(rate) = statements(&mut report, backend, &settings).await? {
+            println!(
+                "{name}: the default drain at {:.0} % of the statements' rate alone",
+                fresh / rate * 100.0
+            );
         }
         latency(&mut report, backend).await?;
         if let Some(aged) = drain(&mut report, backend, &settings, single, settings.aged).await? {
@@ -204,19 +217,54 @@ async fn drain(
     Ok(Some(rate))
 }
 
-/// Fills the table with `count` COMPLETED tasks, as months of use would (tasks that ran once
-/// and completed store no history rows; their rows imply it); returns how long that took.
-async fn age(store: &Store, count: usize) -> Result<Duration, Error> {
-    let started = Instant::now();
+/// The statements scenario on a fresh database: enqueues the drain's tasks from this
+/// process, then claims and completes them with the store alone; returns the rate, or `None`
+/// when the backend has no server.
+async fn statements(
+    report: &mut Report,
+    backend: Backend,
+    settings: &Settings,
+) -> Result<Option<f64>, Error> {
+    let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
+        return Ok(None);
+    };
+    let store = Store::new(db.conn.clone());
+    enqueue_noops(&store, settings.tasks).await?;
+    let (completed, took) = statements::drain(&store, STATEMENT_STREAMS).await?;
+    if completed != settings.tasks {
+        return Err(format!("{completed} of {} tasks completed", settings.tasks).into());
+    }
+    let rate = completed as f64 / took.as_secs_f64();
+    report.add(Figure {
+        scenario: "statements",
+        backend: format!("{backend:?}").to_lowercase(),
+        setup: format!("{STATEMENT_STREAMS} loops, no engine"),
+        params: json!({ "tasks": settings.tasks, "streams": STATEMENT_STREAMS }),
+        figures: vec![("drain tasks/s", rate), ("drain s", took.as_secs_f64())],
+        peak_rss_mib: queue::testing::peak_rss_mib(),
+    });
+    Ok(Some(rate))
+}
+
+/// Enqueues `count` no-op tasks from this process, [`ENQUEUE_CHUNK`] per transaction.
+async fn enqueue_noops(store: &Store, count: usize) -> Result<(), Error> {
     let mut left = count;
     while left > 0 {
-        let chunk = left.min(AGE_CHUNK);
+        let chunk = left.min(ENQUEUE_CHUNK);
         let mut txn = store.begin_queue().await?;
         txn.enqueue_many((0..chunk).map(|_| noop_task()).collect())
             .await?;
         txn.commit().await?;
         left -= chunk;
     }
+    Ok(())
+}
+
+/// Fills the table with `count` COMPLETED tasks, as months of use would (tasks that ran once
+/// and completed store no history rows; their rows imply it); returns how long that took.
+async fn age(store: &Store, count: usize) -> Result<Duration, Error> {
+    let started = Instant::now();
+    enqueue_noops(store, count).await?;
     let db = store.db();
     db.execute_unprepared(
         "UPDATE queue_task SET workflow_status = 'COMPLETED', workflow_stopped_date = created_date",

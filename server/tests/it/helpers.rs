@@ -1,4 +1,5 @@
 use std::path::Path;
+use std::time::Duration;
 
 use app::api::ssr::{AppState, BulkSettings};
 use axum::Router;
@@ -54,15 +55,28 @@ pub async fn app_with_settings(
     )
 }
 
-/// Sends a request and returns the response with its body collected.
+/// How long a response, body included, may take before the test fails: far beyond any
+/// page's or API call's time under test load, so reaching it means the response will never
+/// finish (a streamed page once stalled like that, and the test then waited until CI's time
+/// limit; see ARCHITECTURE, "Tests").
+const RESPONSE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Sends a request and returns the response with its body collected; panics, naming the
+/// request, if that takes longer than [`RESPONSE_LIMIT`].
 pub async fn send(app: &Router, request: Request<Body>) -> (Response<()>, String) {
-    let response = app.clone().oneshot(request).await.unwrap();
-    let (parts, body) = response.into_parts();
-    let bytes = body.collect().await.unwrap().to_bytes();
-    (
-        Response::from_parts(parts, ()),
-        String::from_utf8_lossy(&bytes).into_owned(),
-    )
+    let what = format!("{} {}", request.method(), request.uri());
+    let exchange = async {
+        let response = app.clone().oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        (
+            Response::from_parts(parts, ()),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
+    };
+    tokio::time::timeout(RESPONSE_LIMIT, exchange)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no complete response after {RESPONSE_LIMIT:?}"))
 }
 
 /// A form POST to a server function, as the browser's fetch sends it.
