@@ -42,18 +42,29 @@ impl TaskExecutor for Flaky {
     }
 }
 
+/// The execution timeout of every test but the hanging executor's: far longer than any of
+/// them runs, so that no outcome is overtaken by a timeout. A panic is the slow one: the
+/// executor's task ends only after the panic hook has printed the backtrace, and with
+/// `RUST_BACKTRACE` set, symbolicating this 140 MB debug binary took 0.3 s on an idle
+/// machine, and takes longer under the whole suite's load. A clean-clone CI run, with this
+/// at 2 s, recorded the panic test's first attempt as something other than a panic.
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// The hanging executor's timeout: what its test waits for.
+const HANG_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Quick retries, so the test does not wait for real backoff.
 fn registry() -> Registry {
+    registry_timing_out_after(TIMEOUT)
+}
+
+fn registry_timing_out_after(timeout: Duration) -> Registry {
     let config = ComponentConfig {
         retry: RetryPolicy {
             base_delay: Duration::from_millis(10),
             max_delay: Duration::from_millis(50),
             jitter: 0.0,
         },
-        // Long enough that a panic is always seen as a panic, not overtaken by the timeout
-        // while a loaded machine has not yet scheduled the worker; short enough for the
-        // hanging-executor test.
-        timeout: Duration::from_secs(2),
+        timeout,
     };
     let mut registry = Registry::new();
     registry.register_with("test.flaky", Flaky, config);
@@ -156,13 +167,16 @@ async fn panics_are_retried_and_the_process_survives(db: TestDatabase) {
     assert!(
         history
             .iter()
-            .any(|event| event.message.as_deref() == Some("panicked: executor bug"))
+            .any(|event| event.message.as_deref() == Some("panicked: executor bug")),
+        "the first attempt's panic is in the history: {history:#?}"
     );
 }
 
 async fn timeouts_cancel_and_retry(db: TestDatabase) {
     let mut bundle = setup(db);
-    let runtime = bundle.start("timeouts", registry()).await;
+    let runtime = bundle
+        .start("timeouts", registry_timing_out_after(HANG_TIMEOUT))
+        .await;
     let task = bundle
         .enqueue(flaky(
             serde_json::json!({ "mode": "hang", "succeed_from": 2 }),
