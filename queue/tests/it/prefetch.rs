@@ -11,7 +11,7 @@ use queue::{
     TaskStatus,
 };
 
-use super::{Bundle, CountingExecutor, new_task, setup};
+use super::{Bundle, CountingExecutor, PATIENCE, new_task, setup};
 use crate::crash::UntilCancelled;
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
@@ -75,8 +75,21 @@ async fn shutdown_hands_held_tasks_back(db: TestDatabase) {
     // Quick tasks first: the node then expects its slot to start held tasks soon.
     run_to_completion(&mut bundle, "test.quick", 3).await;
     let tasks = enqueue_many(&bundle, "test.until_cancelled", 6).await;
-    // One claim took all six: one runs, five wait for the slot.
-    bundle.wait_count(TaskStatus::Executing, 6).await;
+    // One claim took the task that runs and as many more as the node's pace lets it hold:
+    // all five at the quick tasks' usual pace, fewer on a loaded machine, where they measure
+    // slower (a clean-clone CI run waited for six in vain). At least one is held.
+    let executing = queue::TaskFilter {
+        statuses: vec![TaskStatus::Executing],
+        ..Default::default()
+    };
+    let store = bundle.store.clone();
+    testing::wait_until(
+        &mut bundle.events,
+        PATIENCE,
+        "one task runs and at least one is held",
+        async || store.task_count(&executing).await.unwrap() >= 2,
+    )
+    .await;
 
     let report = runtime.shutdown(Duration::from_millis(200)).await;
     assert_eq!(report.cancelled, 1, "only the running task was cancelled");
