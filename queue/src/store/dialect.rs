@@ -54,7 +54,7 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
         // each claim cost time in proportion to the queue's length (a claim of 256 took
         // 40–80 ms with 60,000 queued; walking the claim index in order and stopping at the
         // LIMIT, about 10 ms whatever the length, the UPDATE included). The UPDATE's own
-        // status test keeps its unary `+`, which leaves the value alone but keeps the
+        // status test carries a unary `+`, which leaves the value alone but keeps the
         // planner off that index, so the picked rows are found by primary key instead of by
         // walking every queued task's entry (the test itself is a guard: SQLite's one
         // writer means the picked rows are still QUEUED).
@@ -124,9 +124,9 @@ mod tests {
             .map(|_| NewTask::new("test.plan", serde_json::json!({}), uuid::Uuid::nil()))
             .collect();
         store.enqueue_many(store.db(), tasks).await.unwrap();
-        for statistics in ["none", "ANALYZE"] {
-            if statistics != "none" {
-                db.conn.execute_unprepared(statistics).await.unwrap();
+        for statistics in ["none", "from ANALYZE"] {
+            if statistics == "from ANALYZE" {
+                db.conn.execute_unprepared("ANALYZE").await.unwrap();
             }
             let plan = claim_plan(&db).await;
             let steps = plan.join("\n");
