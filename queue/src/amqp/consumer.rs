@@ -1,12 +1,15 @@
 //! The consuming side: a runtime service that wakes the local producer for every hint on
 //! the durable queue, in the spirit of the PostgreSQL LISTEN relay.
 
+use std::io;
+
 use futures_util::StreamExt;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
+use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::{AmqpConfig, Backoff, Link, Outage, parse_hint};
+use super::{AmqpConfig, Backoff, Link, Outage, PROBE_INTERVAL, in_time, parse_hint};
 use crate::store::Store;
 
 /// How much of an unreadable message the warning shows.
@@ -56,26 +59,31 @@ impl HintConsumer {
         backoff: &mut Backoff,
         outage: &mut Outage,
     ) -> Result<(), lapin::Error> {
-        link.channel
-            .basic_qos(self.config.prefetch, BasicQosOptions::default())
-            .await?;
-        let mut deliveries = link
+        let qos = link
             .channel
-            .basic_consume(
-                self.config.queue.as_str().into(),
-                self.tag.as_str().into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
+            .basic_qos(self.config.prefetch, BasicQosOptions::default());
+        in_time("the prefetch setting", qos).await?;
+        let consume = link.channel.basic_consume(
+            self.config.queue.as_str().into(),
+            self.tag.as_str().into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        );
+        let mut deliveries = in_time("the consume", consume).await?;
         outage.recovered();
         backoff.reset();
         // Hints published while this node was not consuming went to other nodes or were
         // dropped: look once.
         self.store.notify_committed();
+        let mut probe = tokio::time::interval_at(Instant::now() + PROBE_INTERVAL, PROBE_INTERVAL);
+        probe.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             let delivery = tokio::select! {
                 () = self.stop.cancelled() => return Ok(()),
+                _ = probe.tick() => {
+                    self.probe(link).await?;
+                    continue;
+                }
                 delivery = deliveries.next() => delivery,
             };
             let Some(delivery) = delivery else {
@@ -98,7 +106,29 @@ impl HintConsumer {
             }
             // Acked after the wake: a hint whose ack is lost is redelivered, which costs one
             // claim that finds nothing.
-            delivery.ack(BasicAckOptions::default()).await?;
+            in_time("an ack", delivery.ack(BasicAckOptions::default())).await?;
         }
+    }
+
+    /// Asks the broker, on the consuming channel, how many consumers the queue has: no
+    /// answer means the connection is dead, and none means the broker dropped this node's
+    /// consumer without telling it. Either way the caller reconnects.
+    async fn probe(&self, link: &Link) -> Result<(), lapin::Error> {
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let declare = link.channel.queue_declare(
+            self.config.queue.as_str().into(),
+            passive,
+            FieldTable::default(),
+        );
+        let queue = in_time("the consumer's probe", declare).await?;
+        if queue.consumer_count() == 0 {
+            return Err(
+                io::Error::other("the broker lists no consumer on the wake-up queue").into(),
+            );
+        }
+        Ok(())
     }
 }

@@ -38,6 +38,10 @@
 //! publisher drops hints meanwhile but remembers the newest and publishes it when it is back,
 //! so consumers look once for everything the outage hid; the consumer wakes its producer once
 //! on every (re)connection for the same reason, as the PostgreSQL LISTEN relay does.
+//!
+//! A connection can also fail silently. Every call to the broker has a limit
+//! ([`CALL_TIMEOUT`]), and the consumer asks the broker every [`PROBE_INTERVAL`] whether its
+//! queue still has a consumer; no answer, or none listed, replaces the connection.
 
 mod consumer;
 mod publisher;
@@ -66,9 +70,19 @@ pub const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 /// the broker is back. An attempt against a broker that is down costs one refused TCP
 /// connection, so there is little reason to wait longer.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(2);
-/// How long opening a connection (TCP, handshake, queue declaration) may take before the
-/// attempt counts as failed; without it an unanswered SYN would hold the loop for minutes.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one exchange with the broker (opening a connection with its handshake and queue
+/// declaration, a consume, an ack, a publish, the consumer's probe) may take before the
+/// connection counts as dead and is replaced. Without it an unanswered SYN, or a connection
+/// the broker has stopped serving, would hold the loop until the heartbeat gives up: twice
+/// the negotiated 60 s.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a consuming node asks the broker whether its consumer is still on the queue.
+/// A connection can stop delivering without failing: a socket left half open answers
+/// nothing, and a consumer the broker dropped without a cancel leaves a healthy connection
+/// that receives nothing. Once, in CI, a test queue listed no consumer for minutes after a
+/// broker restart (the sweep ran its tasks late). The probe bounds such a silent loss to this
+/// interval plus [`CALL_TIMEOUT`].
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(5);
 /// How long a clean close may wait for the broker's answer.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// AMQP names (queues) are short strings of at most 255 bytes.
@@ -168,15 +182,7 @@ impl Link {
                 channel,
             })
         };
-        tokio::time::timeout(CONNECT_TIMEOUT, open)
-            .await
-            .unwrap_or_else(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no connection to RabbitMQ within {CONNECT_TIMEOUT:?}"),
-                )
-                .into())
-            })
+        in_time("a new connection", open).await
     }
 
     /// Closes the connection cleanly (the broker requeues unacknowledged hints at once);
@@ -189,6 +195,23 @@ impl Link {
             Err(_) => tracing::debug!("closing the RabbitMQ connection timed out"),
         }
     }
+}
+
+/// `call`, failed with a timeout error naming `what` if it takes longer than
+/// [`CALL_TIMEOUT`].
+async fn in_time<T>(
+    what: &str,
+    call: impl Future<Output = Result<T, lapin::Error>>,
+) -> Result<T, lapin::Error> {
+    tokio::time::timeout(CALL_TIMEOUT, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("RabbitMQ did not complete {what} within {CALL_TIMEOUT:?}"),
+            )
+            .into())
+        })
 }
 
 /// The pause before each reconnection attempt: [`BACKOFF_FIRST`], doubling up to

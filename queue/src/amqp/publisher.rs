@@ -13,7 +13,7 @@ use lapin::options::BasicPublishOptions;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use uuid::Uuid;
 
-use super::{AmqpConfig, Backoff, Link, Outage, hint_payload};
+use super::{AmqpConfig, Backoff, Link, Outage, hint_payload, in_time};
 use crate::error::QueueError;
 
 /// Hints waiting for the publisher. A bulk enqueue beyond this drops the rest of its hints:
@@ -164,16 +164,15 @@ impl PublisherTask {
         let properties = BasicProperties::default()
             .with_delivery_mode(PERSISTENT)
             .with_content_type("text/plain".into());
-        let confirm = link
-            .channel
-            .basic_publish(
-                "".into(),
-                self.config.queue.as_str().into(),
-                BasicPublishOptions::default(),
-                hint_payload(task).as_bytes(),
-                properties,
-            )
-            .await?;
+        let payload = hint_payload(task);
+        let publish = link.channel.basic_publish(
+            "".into(),
+            self.config.queue.as_str().into(),
+            BasicPublishOptions::default(),
+            payload.as_bytes(),
+            properties,
+        );
+        let confirm = in_time("a publish", publish).await?;
         // Publisher confirms are off, so this resolves at once: a hint lost in flight is
         // one the sweep catches, which is not worth a round trip per task.
         drop(confirm);

@@ -4,11 +4,13 @@
 //! connection pool, configured to publish hints. The two share no in-process signal, so the
 //! runtime, whose sweep interval is far longer than any deadline here, can start a task
 //! quickly only if something crosses between the stores:
-//! - on SQLite nothing else does, so the tests show the RabbitMQ path on its own;
 //! - on PostgreSQL, LISTEN/NOTIFY would wake the runtime as well and prove nothing about
 //!   RabbitMQ, so [`quiet_notify`] first switches NOTIFY off for the test database (a no-op
 //!   `pg_notify` ahead of the built-in on the search path). RabbitMQ is then the only wake-up
-//!   path there too; both stores are opened after that switch, and the setup checks it.
+//!   path; both stores are opened after that switch, and the setup checks it.
+//! - on SQLite (on Linux) the runtime's watch on the WAL file sees every commit as well, so
+//!   there the tests show that hints, duplicates and a broker restart do no harm, and the
+//!   test that needs the hint path alone (the silent connection) runs on PostgreSQL only.
 //!
 //! The tests take [`BROKER`] for their whole run: the restart test stops the broker, which
 //! would break any other test using it at the time. Each uses its own queue
@@ -17,20 +19,28 @@
 
 use std::collections::HashMap;
 use std::process::Command as StdCommand;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lapin::options::{BasicPublishOptions, QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
+use lapin::uri::AMQPUri;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use queue::amqp::{CALL_TIMEOUT, PROBE_INTERVAL};
+use queue::schema::QueueMigrator;
 use queue::testing::{self, Backend, TestDatabase};
 use queue::{
     AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, Store, TaskContext, TaskError,
     TaskExecutor, TaskStatus,
 };
 use sea_orm::{ConnectionTrait, Statement};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{MutexGuard, watch};
+use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use super::{Bundle, PATIENCE, new_task};
@@ -51,7 +61,7 @@ const HINT_DEADLINE: Duration = Duration::from_secs(5);
 /// Hint latency with a 60 s sweep: 20 tasks, each committed on its own through the other
 /// store, all start within [`HINT_DEADLINE`].
 async fn hints_wake_a_runtime_that_shares_nothing_with_the_enqueuer(db: TestDatabase) {
-    let Some(mut setup) = Setup::start(db, Duration::from_secs(60)).await else {
+    let Some(mut setup) = Setup::start(db, Duration::from_secs(60), None).await else {
         return;
     };
     let started = Instant::now();
@@ -84,7 +94,7 @@ async fn a_broker_restart_loses_and_doubles_no_task(db: TestDatabase) {
     if !rabbitmqctl_available() {
         return;
     }
-    let Some(mut setup) = Setup::start(db, Duration::from_secs(20)).await else {
+    let Some(mut setup) = Setup::start(db, Duration::from_secs(20), None).await else {
         return;
     };
     let (phase, phases) = watch::channel(Phase::Up);
@@ -154,7 +164,7 @@ async fn a_broker_restart_loses_and_doubles_no_task(db: TestDatabase) {
 /// The same id five times, a message that is no id and an id of no task: the task runs once
 /// and the consumer goes on working.
 async fn duplicate_and_garbage_hints_are_harmless(db: TestDatabase) {
-    let Some(mut setup) = Setup::start(db, Duration::from_secs(60)).await else {
+    let Some(mut setup) = Setup::start(db, Duration::from_secs(60), None).await else {
         return;
     };
     // Enqueued without a hint: nothing wakes the runtime until the hand-made messages do.
@@ -188,6 +198,46 @@ async fn duplicate_and_garbage_hints_are_harmless(db: TestDatabase) {
     setup.finish().await;
 }
 
+/// The runtime consumes through a relay whose connection then stops carrying bytes, both
+/// ways, with both sockets left open: no error reaches the consumer, and the heartbeat would
+/// notice only after two minutes. The consumer's probe must find out and connect again, so
+/// a task committed meanwhile (its hint went to the silent connection) starts within one
+/// probe interval and one call timeout, far sooner than the 300 s sweep.
+/// PostgreSQL only: see the module doc.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_consumer_whose_connection_goes_silent_connects_again() {
+    let Some(db) = TestDatabase::create::<QueueMigrator>(Backend::Postgres).await else {
+        return;
+    };
+    let Some(url) = testing::rabbitmq_url().await else {
+        return;
+    };
+    let relay = FreezableRelay::start(&url).await;
+    let sweep = Duration::from_secs(300);
+    let Some(mut setup) = Setup::start(db, sweep, Some(relay.url.clone())).await else {
+        return;
+    };
+    let before = setup.enqueue().await;
+    setup.wait_completed(1, HINT_DEADLINE).await;
+    // The producer looks once more after each batch it ran: let it settle, so only a hint
+    // (or the probe's reconnection) can start the next task.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    relay.freeze();
+    let during = setup.enqueue().await;
+    let deadline = PROBE_INTERVAL + CALL_TIMEOUT + HINT_DEADLINE;
+    setup.wait_completed(2, deadline).await;
+    println!(
+        "amqp silent connection ({:?}): a task committed after the freeze started {:?} after \
+         its commit (probe every {PROBE_INTERVAL:?}, calls time out after {CALL_TIMEOUT:?}, \
+         sweep {sweep:?})",
+        setup.bundle.db.backend,
+        setup.log.latencies(&[during])[0]
+    );
+    setup.assert_each_ran_once(&[before, during]);
+    setup.finish().await;
+}
+
 /// Where the broker restart has got to, as the task stream sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Phase {
@@ -212,7 +262,12 @@ struct Setup {
 
 impl Setup {
     /// `None` when no broker answers (and none is required).
-    async fn start(db: TestDatabase, sweep_interval: Duration) -> Option<Self> {
+    /// The runtime consumes through `consumer_url` when given, else from the broker itself.
+    async fn start(
+        db: TestDatabase,
+        sweep_interval: Duration,
+        consumer_url: Option<String>,
+    ) -> Option<Self> {
         let broker = BROKER.lock().await;
         let url = testing::rabbitmq_url().await?;
         quiet_notify(&db).await;
@@ -220,6 +275,10 @@ impl Setup {
         let amqp = AmqpConfig {
             queue: queue.name.clone(),
             ..AmqpConfig::new(url)
+        };
+        let consumer_amqp = AmqpConfig {
+            url: consumer_url.unwrap_or_else(|| amqp.url.clone()),
+            ..amqp.clone()
         };
 
         let store = Store::new(queue::database::connect(&db.url, 4).await.unwrap());
@@ -232,7 +291,7 @@ impl Setup {
         let config = RuntimeConfig {
             sweep_interval,
             sqlite_poll_interval: sweep_interval,
-            amqp: Some(amqp.clone()),
+            amqp: Some(consumer_amqp),
             ..testing::fast_config("amqp")
         };
         let enqueuer = Store::new(queue::database::connect(&db.url, 4).await.unwrap())
@@ -425,6 +484,91 @@ struct BrokerStopped {
     /// The broker, to know when it is back.
     url: String,
     restarted: bool,
+}
+
+/// A TCP relay to the broker whose open connections can be frozen: from then on no byte
+/// passes either way, yet both sockets stay open, as with a peer that vanished from the
+/// network. Connections made after the freeze pass normally. Dropping it closes them all.
+struct FreezableRelay {
+    /// The broker's URL with the relay's address.
+    url: String,
+    /// Connections accepted so far, numbered from 0 in order.
+    accepted: Arc<AtomicUsize>,
+    /// Connections numbered below this are frozen.
+    frozen_below: Arc<AtomicUsize>,
+    /// Accepts connections and owns their pumps; aborting it drops them.
+    relay: tokio::task::JoinHandle<()>,
+}
+
+impl FreezableRelay {
+    async fn start(broker_url: &str) -> Self {
+        let mut uri: AMQPUri = broker_url.parse().expect("the broker URL parses");
+        let broker = format!("{}:{}", uri.authority.host, uri.authority.port);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        uri.authority.host = "127.0.0.1".to_owned();
+        uri.authority.port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let frozen_below = Arc::new(AtomicUsize::new(0));
+        let relay = tokio::spawn({
+            let (accepted, frozen_below) = (accepted.clone(), frozen_below.clone());
+            async move {
+                let mut pumps = JoinSet::new();
+                while let Ok((client, _)) = listener.accept().await {
+                    let number = accepted.fetch_add(1, Ordering::SeqCst);
+                    // A broker that refuses shows as a connection closed at once.
+                    let Ok(server) = TcpStream::connect(&broker).await else {
+                        continue;
+                    };
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    let frozen_below = frozen_below.clone();
+                    let frozen = move || number < frozen_below.load(Ordering::SeqCst);
+                    pumps.spawn(pump(client_read, server_write, frozen.clone()));
+                    pumps.spawn(pump(server_read, client_write, frozen));
+                }
+            }
+        });
+        Self {
+            url: uri.to_string(),
+            accepted,
+            frozen_below,
+            relay,
+        }
+    }
+
+    /// Freezes every connection open now.
+    fn freeze(&self) {
+        let open = self.accepted.load(Ordering::SeqCst);
+        self.frozen_below.store(open, Ordering::SeqCst);
+    }
+}
+
+impl Drop for FreezableRelay {
+    fn drop(&mut self) {
+        self.relay.abort();
+    }
+}
+
+/// Copies bytes from `from` to `to` until either side closes; once `frozen` says so, it
+/// swallows what it has read and waits forever, holding both sockets open.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    frozen: impl Fn() -> bool + Send + 'static,
+) {
+    let mut buffer = vec![0; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        if frozen() {
+            std::future::pending::<()>().await;
+        }
+        if to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl BrokerStopped {

@@ -19,6 +19,10 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
 
 const NAME: &str = "nightly-report";
 const LONG: Duration = Duration::from_secs(60);
+/// A hold short enough to wait out, long enough that a step of the test stalled by a busy
+/// machine (the whole suite runs in parallel on two cores) does not outlive it: at 400 ms,
+/// an extension came too late under CI's load.
+const SHORT: Duration = Duration::from_millis(1500);
 
 /// Whether another holder ("peer") gets the lock `name` now.
 async fn peer_acquires(store: &Store, name: &str) -> bool {
@@ -74,7 +78,7 @@ async fn ten_pools_racing_never_hold_the_lock_twice(db: TestDatabase) {
 
 async fn a_dead_holders_lock_expires_after_lock_at_most_for(db: TestDatabase) {
     let store = Store::new(db.conn.clone());
-    let at_most = Duration::from_millis(400);
+    let at_most = SHORT;
     let dead = store
         .lock_try_acquire(NAME, "dead-node", at_most)
         .await
@@ -100,7 +104,7 @@ async fn a_dead_holders_lock_expires_after_lock_at_most_for(db: TestDatabase) {
 
 async fn a_fast_job_keeps_the_lock_for_lock_at_least_for(db: TestDatabase) {
     let store = Store::new(db.conn.clone());
-    let at_least = Duration::from_millis(500);
+    let at_least = SHORT;
     let grant = store
         .lock_try_acquire(NAME, "fast", LONG)
         .await
@@ -129,21 +133,21 @@ async fn a_fast_job_keeps_the_lock_for_lock_at_least_for(db: TestDatabase) {
 
 async fn a_holder_extends_its_lock_until_it_has_expired(db: TestDatabase) {
     let store = Store::new(db.conn.clone());
-    let short = Duration::from_millis(400);
     let mut grant = store
-        .lock_try_acquire(NAME, "long-job", short)
+        .lock_try_acquire(NAME, "long-job", SHORT)
         .await
         .unwrap()
         .unwrap();
+    let step = SHORT / 2;
     for _ in 0..3 {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        assert!(store.lock_extend(&mut grant, short).await.unwrap());
+        tokio::time::sleep(step).await;
+        assert!(store.lock_extend(&mut grant, SHORT).await.unwrap());
         assert!(!peer_acquires(&store, NAME).await);
     }
-    // 750 ms after acquiring with at most 400 ms, the lock is still held thanks to the
-    // extensions; once it is allowed to lapse, extending fails and a peer takes over.
-    tokio::time::sleep(short + Duration::from_millis(100)).await;
-    assert!(!store.lock_extend(&mut grant, short).await.unwrap());
+    // Three half-holds after acquiring, the lock is still held thanks to the extensions;
+    // once it is allowed to lapse, extending fails and a peer takes over.
+    tokio::time::sleep(SHORT + Duration::from_millis(100)).await;
+    assert!(!store.lock_extend(&mut grant, SHORT).await.unwrap());
     assert!(peer_acquires(&store, NAME).await);
 }
 
