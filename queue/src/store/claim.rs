@@ -15,12 +15,6 @@ use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::Task;
 
-/// Uses the literal status so PostgreSQL can match the partial claim index even with a
-/// generic (cached) plan; identical on both backends.
-const TASK_NEXT_RUN_AT: &str = "SELECT MIN(run_at) AS run_at FROM queue_task \
-     WHERE workflow_status = 'QUEUED' \
-       AND execution_component_name NOT IN (SELECT component FROM queue_component_pause)";
-
 /// Input of [`Store::task_get_available`].
 #[derive(Debug, Clone, Copy)]
 pub struct TaskGetAvailableParams<'a> {
@@ -75,10 +69,12 @@ impl Store {
 
     /// The earliest `run_at` of a queued task of an unpaused component.
     pub async fn task_next_run_at(&self) -> Result<Option<DateTime<Utc>>, QueueError> {
-        let next =
-            NextRunAt::find_by_statement(Statement::from_string(self.backend, TASK_NEXT_RUN_AT))
-                .one(&self.db)
-                .await?;
+        let next = NextRunAt::find_by_statement(Statement::from_string(
+            self.backend,
+            dialect::task_next_run_at(self.backend),
+        ))
+        .one(&self.db)
+        .await?;
         Ok(next.and_then(|row| row.run_at))
     }
 

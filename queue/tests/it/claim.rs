@@ -16,6 +16,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     run_at_is_never_early,
     claims_by_priority_then_fifo,
     paused_components_are_not_claimed,
+    the_next_run_at_is_the_earliest_unpaused_task_of_any_priority,
 );
 
 async fn concurrent_nodes_run_every_task_exactly_once(db: TestDatabase) {
@@ -229,4 +230,48 @@ async fn paused_components_are_not_claimed(db: TestDatabase) {
     let claimed = bundle.store.task_get_available(claim).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, task.id);
+}
+
+/// The idle producer's nap ends at the earliest `run_at` among the queued tasks of unpaused
+/// components, whatever their priority: the statement visits each priority's first entry in
+/// the claim index, so the earliest task may sit under a lower priority than others, and a
+/// paused component's earlier tasks must not count.
+async fn the_next_run_at_is_the_earliest_unpaused_task_of_any_priority(db: TestDatabase) {
+    let bundle = setup(db);
+    assert_eq!(bundle.store.task_next_run_at().await.unwrap(), None);
+    let t0 = Utc::now() + TimeDelta::hours(1);
+    let later = |minutes, priority, component| {
+        new_task(component)
+            .with_priority(priority)
+            .with_run_at(t0 + TimeDelta::minutes(minutes))
+    };
+    bundle.enqueue(later(30, 5, "test.next")).await;
+    bundle.enqueue(later(20, 0, "test.next")).await;
+    let earliest_unpaused = bundle.enqueue(later(10, 0, "test.next")).await;
+    bundle.enqueue(later(15, -3, "test.next")).await;
+    let earliest = bundle.enqueue(later(1, 2, "test.next.paused")).await;
+    bundle.enqueue(later(5, -3, "test.next.paused")).await;
+    // Finished tasks are no longer queued, however early they were due.
+    let done = bundle.enqueue(later(-30, 9, "test.next")).await;
+    assert!(
+        bundle
+            .store
+            .task_abandon(done.id, "not needed", "admin")
+            .await
+            .unwrap()
+    );
+
+    assert_eq!(
+        bundle.store.task_next_run_at().await.unwrap(),
+        Some(earliest.run_at)
+    );
+    bundle
+        .store
+        .component_pause("test.next.paused", "admin")
+        .await
+        .unwrap();
+    assert_eq!(
+        bundle.store.task_next_run_at().await.unwrap(),
+        Some(earliest_unpaused.run_at)
+    );
 }
