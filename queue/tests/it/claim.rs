@@ -35,6 +35,10 @@ async fn prefetching_nodes_run_every_task_exactly_once(db: TestDatabase) {
     race(db, 3000, 3, 4, 40).await;
 }
 
+/// How long a racing node may go without a heartbeat before the others rescue its tasks:
+/// far beyond any stall of a loaded machine (see `race`).
+const RACE_NODE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Runs `tasks` effect tasks on `nodes` nodes of `workers` slots and `prefetch` held tasks
 /// each, and checks that every task ran exactly once and every node took part.
 async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, prefetch: usize) {
@@ -60,6 +64,10 @@ async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, pref
         let config = queue::RuntimeConfig {
             workers,
             prefetch,
+            // Every node lives throughout, so a rescue here could only come from a node
+            // starved of CPU past its timeout (seen with `fast_config`'s 2 s on a loaded
+            // machine); this executor ignores its checkpoint and would then count twice.
+            node_timeout: RACE_NODE_TIMEOUT,
             ..testing::fast_config(&format!("race-{node}"))
         };
         runtimes.push(Runtime::start(config, store, registry).await.unwrap());
@@ -70,8 +78,8 @@ async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, pref
         runtime.shutdown(Duration::from_secs(5)).await;
     }
     // This executor does not look at its checkpoint, so a task rescued between its batch
-    // and its completion (a node starved of CPU past `node_timeout`) would run twice: the
-    // message says how many were claimed more than once.
+    // and its completion would run twice: the message says how many were claimed more
+    // than once.
     let reclaimed = bundle
         .db
         .scalar("SELECT COUNT(*) FROM queue_task WHERE attempt > 1")
