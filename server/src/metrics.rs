@@ -120,8 +120,8 @@ mod tests {
     use metrics_exporter_prometheus::PrometheusBuilder;
     use queue::testing::peak_rss_mib;
 
-    /// Samples recorded between two upkeeps: 20 rounds of this many, 8 bytes each, are about
-    /// 160 MB if nothing folds them into buckets.
+    /// Samples recorded between two upkeeps: 20 rounds of this many, about 16 bytes each in
+    /// the recorder, are over 300 MB if nothing folds them into buckets.
     const SAMPLES_PER_ROUND: usize = 1_000_000;
 
     /// A recorder nobody scrapes does not keep its histogram samples: with upkeep every 50

@@ -83,7 +83,7 @@ impl Shape {
 /// Drains per drain scenario, each of the N tasks, on the same database and nodes; the
 /// scenario reports the median round (its enqueue and drain) and the extremes. One drain of
 /// 20,000 tasks lasts a second or two, and single ones varied by ±15 % (the aged table's
-/// share of the fresh rate, a ratio of two of them, by 64–123 % in three runs of one binary).
+/// share of the fresh rate, a ratio of two of them, by 64–123 % in four runs of one binary).
 const DRAIN_ROUNDS: usize = 3;
 const LATENCY_TASKS: usize = 300;
 const LATENCY_GAP: Duration = Duration::from_millis(20);
