@@ -1,11 +1,19 @@
 //! PostgreSQL only: LISTENs for wake-ups (tasks enqueued or requeued by any node) and for
-//! task events published by other nodes, and relays them in-process.
+//! word of tasks other nodes changed, and relays them in-process: wake-ups at once, the
+//! changes as events read from the tasks' rows, and only while this process has
+//! subscribers.
 
 use sea_orm::sqlx::postgres::PgListener;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::store::Store;
-use crate::store::announce::{EVENT_CHANNEL, RemoteEvents, WAKE_CHANNEL};
+use crate::store::announce::{ChangedTasks, EVENT_CHANNEL, WAKE_CHANNEL};
+
+/// Notifications whose tasks are read in one statement at most: what arrives while a read
+/// runs goes into the next one, and ten notifications name about two thousand tasks.
+const NOTIFICATIONS_PER_READ: usize = 10;
 
 pub(crate) struct Listener {
     pub store: Store,
@@ -14,11 +22,19 @@ pub(crate) struct Listener {
 
 impl Listener {
     pub async fn run(self) {
-        super::reconnecting(&self.stop, "LISTEN", || self.listen()).await;
+        let (changed, to_read) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_events(self.store.clone(), to_read));
+        super::reconnecting(&self.stop, "LISTEN", || self.listen(&changed)).await;
+        drop(changed);
+        let _ = reader.await;
     }
 
-    /// Listens until stopped or the connection fails.
-    async fn listen(&self) -> Result<(), sea_orm::sqlx::Error> {
+    /// Listens until stopped or the connection fails. Reading the changed tasks is left to
+    /// [`read_events`], so a wake-up never waits behind a read.
+    async fn listen(
+        &self,
+        changed: &mpsc::UnboundedSender<Vec<Uuid>>,
+    ) -> Result<(), sea_orm::sqlx::Error> {
         let pool = self.store.db().get_postgres_connection_pool();
         let mut listener = PgListener::connect_with(pool).await?;
         listener.listen_all([WAKE_CHANNEL, EVENT_CHANNEL]).await?;
@@ -33,13 +49,40 @@ impl Listener {
                 self.store.notify_committed();
                 continue;
             }
-            match serde_json::from_str::<RemoteEvents>(notification.payload()) {
-                Ok(remote) if remote.origin != self.store.origin() => {
-                    self.store.publish_events(&remote.events);
+            match ChangedTasks::parse(notification.payload()) {
+                Some(remote) if remote.origin != self.store.origin() => {
+                    if self.store.has_subscribers() {
+                        // The reader ends only after this loop does.
+                        let _ = changed.send(remote.task_ids);
+                    }
                 }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "unreadable task event notification"),
+                Some(_) => {}
+                None => tracing::warn!(
+                    payload = notification.payload(),
+                    "unreadable task change notification"
+                ),
             }
+        }
+    }
+}
+
+/// Publishes the events of the tasks other nodes changed, read from their rows, until the
+/// listener is gone. A read that fails is logged and its tasks' events are lost to this
+/// node's subscribers, as they would be while the LISTEN connection is down.
+async fn read_events(store: Store, mut to_read: mpsc::UnboundedReceiver<Vec<Uuid>>) {
+    let mut batches = Vec::new();
+    while to_read
+        .recv_many(&mut batches, NOTIFICATIONS_PER_READ)
+        .await
+        > 0
+    {
+        let mut ids: Vec<Uuid> = batches.drain(..).flatten().collect();
+        // A task claimed and completed meanwhile is read once, as it is now.
+        ids.sort_unstable();
+        ids.dedup();
+        match store.task_events(&ids).await {
+            Ok(events) => store.publish_events(&events),
+            Err(error) => tracing::warn!(%error, tasks = ids.len(), "reading changed tasks failed"),
         }
     }
 }

@@ -200,16 +200,25 @@ impl Store {
         self.signals.origin
     }
 
+    /// Whether anyone in this process subscribes to task events: with no one, events need
+    /// neither be built nor read from other nodes' changes.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        self.signals.events.receiver_count() > 0
+    }
+
     /// Announces committed changes to local subscribers.
     pub(crate) fn publish(&self, tasks: &[Task]) {
+        if !self.has_subscribers() {
+            return;
+        }
         for task in tasks {
-            // No subscribers is not an error.
+            // A subscriber gone since the check is not an error.
             let _ = self.signals.events.send(QueueEvent::from(task));
         }
     }
 
     /// Hands events to local subscribers: those of this node's changes that were not read
-    /// back as whole rows, and those received from another node.
+    /// back as whole rows, and those of other nodes' changes.
     pub(crate) fn publish_events(&self, events: &[QueueEvent]) {
         for event in events {
             let _ = self.signals.events.send(event.clone());

@@ -8,11 +8,13 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::announce::EventColumns;
 use super::entity::{node, task, task_event};
 use super::{Store, dialect, history};
 use crate::error::QueueError;
+use crate::id_list::id_in;
 use crate::state::TaskStatus;
-use crate::task::{Node, Page, StatusCount, Task, TaskEvent, TaskFilter};
+use crate::task::{Node, Page, QueueEvent, StatusCount, Task, TaskEvent, TaskFilter};
 
 /// The WHERE clause of a [`TaskFilter`].
 ///
@@ -47,6 +49,18 @@ fn status_in(statuses: &[TaskStatus]) -> String {
 impl Store {
     pub async fn task_get(&self, id: Uuid) -> Result<Option<Task>, QueueError> {
         Ok(task::Entity::find_by_id(id).one(&self.db).await?)
+    }
+
+    /// The events of the tasks `ids` names that still exist, as their rows are now.
+    pub(crate) async fn task_events(&self, ids: &[Uuid]) -> Result<Vec<QueueEvent>, QueueError> {
+        let rows = task::Entity::find()
+            .select_only()
+            .columns(EventColumns::COLUMNS)
+            .filter(id_in(self.backend, task::Column::Id, ids.iter().copied()))
+            .into_model::<EventColumns>()
+            .all(&self.db)
+            .await?;
+        Ok(rows.into_iter().map(QueueEvent::from).collect())
     }
 
     /// Tasks matching `filter`, newest first.

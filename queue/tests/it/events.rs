@@ -15,7 +15,8 @@ use super::{CountingExecutor, PATIENCE, new_task};
 queue::backend_tests!(queue::schema::QueueMigrator => events_reach_every_node_as_the_rows_are);
 
 /// A component name as long as the column allows, with characters JSON must escape: the
-/// events are built in SQL, and a notification of 8,000 bytes or more would fail the claim.
+/// events once travelled as JSON built in SQL, where such a name broke them, and every
+/// node's events must still carry it as the row does.
 fn awkward_component() -> String {
     let name = "test.\"quoted\"\\path\t".repeat(20);
     name.chars().take(128).collect()
