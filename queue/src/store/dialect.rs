@@ -85,26 +85,32 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
 /// index by name, as in [`task_get_available`], or it reads every queued task by status.
 ///
 /// No parameters.
-pub(crate) fn task_next_run_at(backend: DbBackend) -> String {
-    let claim_index = match backend {
-        DbBackend::Postgres => "",
-        _ => "INDEXED BY idx_queue_task_claim",
-    };
-    format!(
-        "WITH RECURSIVE priorities(priority) AS ( \
-             SELECT (SELECT t.priority FROM queue_task t {claim_index} \
-                     WHERE t.workflow_status = 'QUEUED' ORDER BY t.priority DESC LIMIT 1) \
-             UNION ALL \
-             SELECT (SELECT t.priority FROM queue_task t {claim_index} \
-                     WHERE t.workflow_status = 'QUEUED' AND t.priority < p.priority \
-                     ORDER BY t.priority DESC LIMIT 1) \
-             FROM priorities p WHERE p.priority IS NOT NULL) \
-         SELECT MIN((SELECT t.run_at FROM queue_task t {claim_index} \
-                     WHERE t.workflow_status = 'QUEUED' AND t.priority = p.priority \
-                       AND t.execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
-                     ORDER BY t.run_at LIMIT 1)) AS run_at \
-         FROM priorities p WHERE p.priority IS NOT NULL"
-    )
+pub(crate) fn task_next_run_at(backend: DbBackend) -> &'static str {
+    // The one text, with the backend's hint (or none) after each `queue_task t`, made at
+    // compile time: the producer asks whenever it goes idle.
+    macro_rules! next_run_at {
+        ($claim_index:literal) => {
+            concat!(
+                "WITH RECURSIVE priorities(priority) AS ( \
+                     SELECT (SELECT t.priority FROM queue_task t ", $claim_index, " \
+                             WHERE t.workflow_status = 'QUEUED' ORDER BY t.priority DESC LIMIT 1) \
+                     UNION ALL \
+                     SELECT (SELECT t.priority FROM queue_task t ", $claim_index, " \
+                             WHERE t.workflow_status = 'QUEUED' AND t.priority < p.priority \
+                             ORDER BY t.priority DESC LIMIT 1) \
+                     FROM priorities p WHERE p.priority IS NOT NULL) \
+                 SELECT MIN((SELECT t.run_at FROM queue_task t ", $claim_index, " \
+                             WHERE t.workflow_status = 'QUEUED' AND t.priority = p.priority \
+                               AND t.execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
+                             ORDER BY t.run_at LIMIT 1)) AS run_at \
+                 FROM priorities p WHERE p.priority IS NOT NULL"
+            )
+        };
+    }
+    match backend {
+        DbBackend::Postgres => next_run_at!(""),
+        _ => next_run_at!("INDEXED BY idx_queue_task_claim"),
+    }
 }
 
 /// Completed tasks per minute since `since`, as rows of (minute index counted from `since`,
