@@ -4,7 +4,8 @@
 //!
 //! Counters and histograms carry the task's component as a label, so an administrator sees
 //! which kind of work is slow or failing. Tasks by status are not counted here: they are
-//! rows, and the exporter reads them at scrape time ([`crate::Store::task_count_by_status`]).
+//! rows, counted by triggers, and the exporter reads those counts at scrape time
+//! ([`crate::Store::task_count_by_status`]).
 
 use std::time::Duration;
 

@@ -10,6 +10,7 @@ use sea_orm_migration::MigrationTrait;
 pub mod m20261121_000010_create_queue;
 pub mod m20261121_000030_queue_scheduler;
 pub mod m20261122_000050_drop_running_index;
+pub mod m20261124_000060_task_counts;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -17,6 +18,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261121_000010_create_queue::Migration),
         Box::new(m20261121_000030_queue_scheduler::Migration),
         Box::new(m20261122_000050_drop_running_index::Migration),
+        Box::new(m20261124_000060_task_counts::Migration),
     ]
 }
 

@@ -113,32 +113,6 @@ pub(crate) fn task_next_run_at(backend: DbBackend) -> &'static str {
     }
 }
 
-/// Completed tasks per minute since `since`, as rows of (minute index counted from `since`,
-/// count): the queue's throughput. Each backend has its own date arithmetic; both read
-/// `idx_queue_task_stopped` for the time range.
-///
-/// Parameter: since.
-pub(crate) fn task_completions_per_minute(backend: DbBackend) -> &'static str {
-    match backend {
-        DbBackend::Postgres => {
-            "SELECT CAST(FLOOR(EXTRACT(EPOCH FROM (workflow_stopped_date - $1)) / 60) AS BIGINT) \
-                 AS minute, COUNT(*) AS completed \
-             FROM queue_task \
-             WHERE workflow_stopped_date >= $1 AND workflow_status = 'COMPLETED' \
-             GROUP BY 1"
-        }
-        // Timestamps are RFC 3339 text in UTC, which `julianday` reads and which compares
-        // correctly as text.
-        _ => {
-            "SELECT CAST((julianday(workflow_stopped_date) - julianday(?1)) * 1440 AS INTEGER) \
-                 AS minute, COUNT(*) AS completed \
-             FROM queue_task \
-             WHERE workflow_stopped_date >= ?1 AND workflow_status = 'COMPLETED' \
-             GROUP BY 1"
-        }
-    }
-}
-
 #[cfg(all(test, feature = "testing"))]
 mod tests {
     use chrono::Utc;

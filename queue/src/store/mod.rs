@@ -14,11 +14,13 @@
 //! - `lock`: the cluster-wide scheduler lock.
 //! - `periodic`: the periodic jobs' shared rows.
 //! - `read`: lists, counts, history for dashboards.
+//! - `counts`: the counts by status and the throughput the triggers keep.
 //! - `dialect`: the statements whose text differs between the backends.
 
 pub(crate) mod admin;
 pub(crate) mod announce;
 pub mod claim;
+pub(crate) mod counts;
 pub(crate) mod dialect;
 pub(crate) mod enqueue;
 pub(crate) mod entity;

@@ -2,19 +2,16 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Condition, Expr};
-use sea_orm::{
-    ColumnTrait, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Statement,
-};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
 
 use super::announce::EventColumns;
 use super::entity::{node, task, task_event};
-use super::{Store, dialect, history};
+use super::{Store, history};
 use crate::error::QueueError;
 use crate::id_list::id_in;
 use crate::state::TaskStatus;
-use crate::task::{Node, Page, QueueEvent, StatusCount, Task, TaskEvent, TaskFilter};
+use crate::task::{Node, Page, QueueEvent, Task, TaskEvent, TaskFilter};
 
 /// The WHERE clause of a [`TaskFilter`].
 ///
@@ -79,34 +76,17 @@ impl Store {
             .await?)
     }
 
+    /// How many tasks match `filter`. Without an owner this reads the counts the triggers
+    /// keep (`queue_task_count`), a few rows whatever the table's size; an owner's tasks are
+    /// counted through the owner's index.
     pub async fn task_count(&self, filter: &TaskFilter) -> Result<u64, QueueError> {
-        Ok(task::Entity::find()
-            .filter(filter_condition(filter))
-            .count(&self.db)
-            .await?)
-    }
-
-    /// How many tasks each component has in each status.
-    pub async fn task_count_by_status(&self) -> Result<Vec<StatusCount>, QueueError> {
-        let rows: Vec<(String, TaskStatus, i64)> = task::Entity::find()
-            .select_only()
-            .column(task::Column::ExecutionComponentName)
-            .column(task::Column::WorkflowStatus)
-            .column_as(task::Column::Id.count(), "count")
-            .group_by(task::Column::ExecutionComponentName)
-            .group_by(task::Column::WorkflowStatus)
-            .order_by_asc(task::Column::ExecutionComponentName)
-            .into_tuple()
-            .all(&self.db)
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(component, status, count)| StatusCount {
-                component,
-                status,
-                count,
-            })
-            .collect())
+        if filter.owner_id.is_some() {
+            return Ok(task::Entity::find()
+                .filter(filter_condition(filter))
+                .count(&self.db)
+                .await?);
+        }
+        self.counted_tasks(filter).await
     }
 
     /// When the longest-waiting queued task became due: the queue's backlog age. A task
@@ -124,36 +104,6 @@ impl Store {
             .one(&self.db)
             .await?
             .flatten())
-    }
-
-    /// Tasks completed in each of the `minutes` minutes before `now`, oldest minute first:
-    /// the throughput over that window.
-    pub async fn task_throughput(
-        &self,
-        now: DateTime<Utc>,
-        minutes: usize,
-    ) -> Result<Vec<i64>, QueueError> {
-        let window = i64::try_from(minutes)
-            .map_err(|_| QueueError::Invalid("the throughput window is too long".into()))?;
-        let since = now - chrono::Duration::minutes(window);
-        let statement = Statement::from_sql_and_values(
-            self.backend,
-            dialect::task_completions_per_minute(self.backend),
-            [since.into()],
-        );
-        let mut per_minute = vec![0; minutes];
-        for row in MinuteCount::find_by_statement(statement)
-            .all(&self.db)
-            .await?
-        {
-            if let Some(slot) = usize::try_from(row.minute)
-                .ok()
-                .and_then(|i| per_minute.get_mut(i))
-            {
-                *slot += row.completed;
-            }
-        }
-        Ok(per_minute)
     }
 
     /// Running tasks (SCHEDULING/EXECUTING) that look stuck, newest first: held by a node with
@@ -208,11 +158,4 @@ impl Store {
             .all(&self.db)
             .await?)
     }
-}
-
-/// A row of [`dialect::task_completions_per_minute`].
-#[derive(FromQueryResult)]
-struct MinuteCount {
-    minute: i64,
-    completed: i64,
 }

@@ -95,6 +95,7 @@ async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, pref
         .scalar("SELECT COUNT(DISTINCT scheduled_by_process) FROM queue_task")
         .await;
     assert!(claimers > 1, "only {claimers} node claimed tasks");
+    bundle.assert_counts_match_rows().await;
 }
 
 async fn run_at_is_never_early(db: TestDatabase) {

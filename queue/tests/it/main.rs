@@ -5,6 +5,7 @@ mod admin;
 mod amqp;
 mod claim;
 mod connection;
+mod counts;
 mod crash;
 mod enqueue;
 mod events;
@@ -151,6 +152,41 @@ impl Bundle {
             async || store.task_count(&filter).await.unwrap() == count,
         )
         .await;
+    }
+
+    /// Checks that the counts by component and status the triggers keep are those of the
+    /// rows, as a `GROUP BY` over the whole table finds them.
+    async fn assert_counts_match_rows(&self) {
+        let counted: Vec<(String, String, i64)> = self
+            .store
+            .task_count_by_status()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.component, c.status.as_str().to_owned(), c.count))
+            .collect();
+        let mut grouped = Vec::new();
+        for row in self
+            .db
+            .conn
+            .query_all_raw(sea_orm::Statement::from_string(
+                self.db.conn.get_database_backend(),
+                "SELECT execution_component_name, workflow_status, COUNT(*) FROM queue_task \
+                 GROUP BY execution_component_name, workflow_status",
+            ))
+            .await
+            .unwrap()
+        {
+            grouped.push((
+                row.try_get_by_index::<String>(0).unwrap(),
+                row.try_get_by_index::<String>(1).unwrap(),
+                row.try_get_by_index::<i64>(2).unwrap(),
+            ));
+        }
+        let mut counted = counted;
+        counted.sort();
+        grouped.sort();
+        assert_eq!(counted, grouped, "the kept counts differ from the rows");
     }
 
     /// `(rows, distinct tasks)` in `test_effect`.

@@ -6,4 +6,6 @@ pub mod node;
 pub mod periodic_job;
 pub mod scheduler_lock;
 pub mod task;
+pub mod task_count;
 pub mod task_event;
+pub mod throughput;

@@ -1,0 +1,145 @@
+//! The counts by status and the throughput that triggers keep: they agree with the rows
+//! after changes of every kind made from many sessions at once, and compaction keeps them.
+
+use chrono::{TimeDelta, Utc};
+use queue::testing::{Backend, TestDatabase};
+use queue::{Finish, Store, TaskGetAvailableParams, TaskSelector, Transition};
+
+use super::{new_task, setup};
+
+queue::backend_tests!(queue::schema::QueueMigrator =>
+    counts_follow_every_change_from_many_sessions,
+);
+
+/// Sessions writing at once: on PostgreSQL each store has a pool of its own, so each
+/// writes its own shard of the counts.
+const SESSIONS: usize = 4;
+
+async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
+    let bundle = setup(db);
+    let mut stores = Vec::new();
+    for _ in 0..SESSIONS {
+        stores.push(match bundle.db.backend {
+            Backend::Sqlite => bundle.store.clone(),
+            Backend::Postgres => {
+                Store::new(queue::database::connect(&bundle.db.url, 2).await.unwrap())
+            }
+        });
+    }
+    // Each session enqueues, claims, completes, fails and retries its share concurrently.
+    let mut sessions = tokio::task::JoinSet::new();
+    for (session, store) in stores.into_iter().enumerate() {
+        sessions.spawn(async move {
+            let tasks = (0..60)
+                .map(|i| new_task(if i % 3 == 0 { "test.b" } else { "test.a" }))
+                .collect();
+            store.enqueue_many(store.db(), tasks).await.unwrap();
+            let node = format!("counts-{session}");
+            let claimed = store
+                .task_get_available(TaskGetAvailableParams {
+                    max: 30,
+                    now: Utc::now(),
+                    node_id: &node,
+                })
+                .await
+                .unwrap();
+            let finishes: Vec<Finish> = claimed
+                .iter()
+                .enumerate()
+                .map(|(i, task)| Finish {
+                    task_id: task.id,
+                    lease_version: task.lease_version,
+                    transition: match i % 5 {
+                        0 => Transition::Fail {
+                            error: "bad input".into(),
+                        },
+                        1 => Transition::Retry {
+                            at: Utc::now() + TimeDelta::hours(1),
+                            error: "blip".into(),
+                        },
+                        _ => Transition::Complete,
+                    },
+                })
+                .collect();
+            store
+                .task_finish_many_if_running(&finishes, Utc::now(), &node)
+                .await
+                .unwrap();
+        });
+    }
+    // A panic in a session fails the test here.
+    sessions.join_all().await;
+    bundle.assert_counts_match_rows().await;
+    assert_eq!(
+        bundle
+            .store
+            .task_throughput(Utc::now(), 5)
+            .await
+            .unwrap()
+            .iter()
+            .sum::<i64>(),
+        bundle
+            .db
+            .scalar("SELECT COUNT(*) FROM queue_task WHERE workflow_status = 'COMPLETED'")
+            .await
+    );
+
+    // Admin repairs of many tasks at once, then pruning.
+    let failed = queue::TaskFilter {
+        statuses: vec![queue::TaskStatus::Failure],
+        ..Default::default()
+    };
+    let retried = bundle
+        .store
+        .task_retry_many(&TaskSelector::Filter(failed), "admin")
+        .await
+        .unwrap();
+    assert_eq!(retried.changed.len(), 6 * SESSIONS);
+    let queued_b = queue::TaskFilter {
+        statuses: vec![queue::TaskStatus::Queued],
+        component: Some("test.b".into()),
+        owner_id: None,
+    };
+    bundle
+        .store
+        .task_abandon_many(&TaskSelector::Filter(queued_b), "not needed", "admin")
+        .await
+        .unwrap();
+    bundle.assert_counts_match_rows().await;
+    let pruned = bundle
+        .store
+        .task_prune(Utc::now() + TimeDelta::seconds(1), 1000)
+        .await
+        .unwrap();
+    assert!(pruned > 0);
+    bundle.assert_counts_match_rows().await;
+    if bundle.db.backend == Backend::Postgres {
+        let shards = bundle
+            .db
+            .scalar("SELECT COUNT(DISTINCT shard) FROM queue_task_count")
+            .await;
+        assert!(shards > 1, "the sessions wrote {shards} shard(s)");
+    }
+
+    // Compaction folds the shards and drops zero counts; the counts and the last minutes'
+    // throughput stay as they were.
+    let now = Utc::now();
+    let throughput = bundle.store.task_throughput(now, 5).await.unwrap();
+    bundle
+        .store
+        .counts_compact(Utc::now() - TimeDelta::hours(1))
+        .await
+        .unwrap();
+    bundle.assert_counts_match_rows().await;
+    assert_eq!(
+        bundle.store.task_throughput(now, 5).await.unwrap(),
+        throughput
+    );
+    assert_eq!(
+        bundle
+            .db
+            .scalar("SELECT COUNT(*) FROM queue_task_count WHERE shard <> 0 OR tasks = 0")
+            .await,
+        0
+    );
+}
