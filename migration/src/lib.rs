@@ -47,6 +47,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000042_drop_unused_person_indexes::Migration),
             Box::new(queue::schema::m20261122_000050_drop_running_index::Migration),
             Box::new(queue::schema::m20261124_000060_task_counts::Migration),
+            Box::new(queue::schema::m20261124_000070_ready_table::Migration),
+            Box::new(queue::schema::m20261124_000080_hot_updates::Migration),
         ]
     }
 }

@@ -79,6 +79,14 @@ impl TaskStatus {
     /// Statuses no worker will move a task out of.
     pub const TERMINAL: [TaskStatus; 4] =
         [Self::Completed, Self::Error, Self::Failure, Self::Abandoned];
+    /// Statuses of tasks that ended badly: what an administrator looks at, and what the
+    /// generated column `problem_status` holds (NULL for the other statuses).
+    pub const PROBLEMS: [TaskStatus; 3] = [Self::Failure, Self::Error, Self::Abandoned];
+
+    /// Whether the status is one of [`TaskStatus::PROBLEMS`].
+    pub fn is_problem(&self) -> bool {
+        Self::PROBLEMS.contains(self)
+    }
 
     /// The name stored in the database (and used in the raw SQL of the store).
     pub const fn as_str(self) -> &'static str {

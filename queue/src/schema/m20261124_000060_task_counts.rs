@@ -67,21 +67,43 @@ fn epoch_minute(backend: DatabaseBackend, column: &str) -> String {
 /// status) minus their old ones, so an update that changes no status (a checkpoint) adds
 /// nothing; completions are counted the same way per minute of `workflow_stopped_date`.
 fn postgres_triggers() -> Vec<String> {
-    let minute = epoch_minute(DatabaseBackend::Postgres, "workflow_stopped_date");
     vec![
-        format!(
-            "CREATE FUNCTION queue_task_count_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+        postgres_function("", "", ""),
+        "CREATE TRIGGER queue_task_counted_insert AFTER INSERT ON queue_task \
+         REFERENCING NEW TABLE AS new_rows \
+         FOR EACH STATEMENT EXECUTE FUNCTION queue_task_count_changes()"
+            .to_owned(),
+        "CREATE TRIGGER queue_task_counted_update AFTER UPDATE ON queue_task \
+         REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows \
+         FOR EACH STATEMENT EXECUTE FUNCTION queue_task_count_changes()"
+            .to_owned(),
+        "CREATE TRIGGER queue_task_counted_delete AFTER DELETE ON queue_task \
+         REFERENCING OLD TABLE AS old_rows \
+         FOR EACH STATEMENT EXECUTE FUNCTION queue_task_count_changes()"
+            .to_owned(),
+    ]
+}
+
+/// The function of PostgreSQL's three triggers, `CREATE OR REPLACE`d, with further
+/// statements to run on an insert, an update and a delete (a later migration's, so that
+/// one function per statement keeps everything the triggers keep).
+pub(super) fn postgres_function(on_insert: &str, on_update: &str, on_delete: &str) -> String {
+    let minute = epoch_minute(DatabaseBackend::Postgres, "workflow_stopped_date");
+    format!(
+        "CREATE OR REPLACE FUNCTION queue_task_count_changes() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
               IF TG_OP = 'INSERT' THEN
                 INSERT INTO queue_task_count AS c (component, status, shard, tasks)
                 SELECT execution_component_name, workflow_status, pg_backend_pid(), COUNT(*)
                 FROM new_rows GROUP BY execution_component_name, workflow_status
                 ON CONFLICT (component, status, shard) DO UPDATE SET tasks = c.tasks + excluded.tasks;
+                {on_insert}
               ELSIF TG_OP = 'DELETE' THEN
                 INSERT INTO queue_task_count AS c (component, status, shard, tasks)
                 SELECT execution_component_name, workflow_status, pg_backend_pid(), -COUNT(*)
                 FROM old_rows GROUP BY execution_component_name, workflow_status
                 ON CONFLICT (component, status, shard) DO UPDATE SET tasks = c.tasks + excluded.tasks;
+                {on_delete}
               ELSE
                 INSERT INTO queue_task_count AS c (component, status, shard, tasks)
                 SELECT component, status, pg_backend_pid(), SUM(delta) FROM (
@@ -99,23 +121,11 @@ fn postgres_triggers() -> Vec<String> {
                     SELECT {minute}, 1 FROM new_rows WHERE workflow_status = 'COMPLETED') AS change
                 GROUP BY minute HAVING SUM(delta) <> 0
                 ON CONFLICT (minute, shard) DO UPDATE SET completed = t.completed + excluded.completed;
+                {on_update}
               END IF;
               RETURN NULL;
             END $$"
-        ),
-        "CREATE TRIGGER queue_task_counted_insert AFTER INSERT ON queue_task \
-         REFERENCING NEW TABLE AS new_rows \
-         FOR EACH STATEMENT EXECUTE FUNCTION queue_task_count_changes()"
-            .to_owned(),
-        "CREATE TRIGGER queue_task_counted_update AFTER UPDATE ON queue_task \
-         REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows \
-         FOR EACH STATEMENT EXECUTE FUNCTION queue_task_count_changes()"
-            .to_owned(),
-        "CREATE TRIGGER queue_task_counted_delete AFTER DELETE ON queue_task \
-         REFERENCING OLD TABLE AS old_rows \
-         FOR EACH STATEMENT EXECUTE FUNCTION queue_task_count_changes()"
-            .to_owned(),
-    ]
+    )
 }
 
 /// SQLite's triggers, one per row. The SELECT … WHERE form of the INSERT is what lets an

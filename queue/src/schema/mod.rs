@@ -11,6 +11,8 @@ pub mod m20261121_000010_create_queue;
 pub mod m20261121_000030_queue_scheduler;
 pub mod m20261122_000050_drop_running_index;
 pub mod m20261124_000060_task_counts;
+pub mod m20261124_000070_ready_table;
+pub mod m20261124_000080_hot_updates;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -19,6 +21,8 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261121_000030_queue_scheduler::Migration),
         Box::new(m20261122_000050_drop_running_index::Migration),
         Box::new(m20261124_000060_task_counts::Migration),
+        Box::new(m20261124_000070_ready_table::Migration),
+        Box::new(m20261124_000080_hot_updates::Migration),
     ]
 }
 

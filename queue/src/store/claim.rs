@@ -26,6 +26,11 @@ pub struct TaskGetAvailableParams<'a> {
 }
 
 #[derive(FromQueryResult)]
+struct TakenEntry {
+    task_id: Uuid,
+}
+
+#[derive(FromQueryResult)]
 struct NextRunAt {
     run_at: Option<DateTime<Utc>>,
 }
@@ -45,18 +50,22 @@ impl Store {
         if params.max == 0 {
             return Ok(Vec::new());
         }
-        let statement = Statement::from_sql_and_values(
-            self.backend,
-            dialect::task_get_available(self.backend),
-            [
-                params.now.into(),
-                params.node_id.into(),
-                i64::from(params.max).into(),
-            ],
-        );
-        let mut started = self
-            .run_alone(announce::announcing(statement, self.origin()))
-            .await?;
+        let mut started = match self.backend {
+            DbBackend::Postgres => {
+                let statement = Statement::from_sql_and_values(
+                    self.backend,
+                    dialect::POSTGRES_CLAIM,
+                    [
+                        params.now.into(),
+                        params.node_id.into(),
+                        i64::from(params.max).into(),
+                    ],
+                );
+                self.run_alone(announce::announcing(statement, self.origin()))
+                    .await?
+            }
+            _ => self.claim_sqlite(params).await?,
+        };
         self.publish(&started);
         // RETURNING gives no order; hand them out in the order they were chosen.
         started.sort_by(|a, b| {
@@ -64,6 +73,40 @@ impl Store {
                 .then(a.run_at.cmp(&b.run_at))
                 .then(a.id.cmp(&b.id))
         });
+        Ok(started)
+    }
+
+    /// SQLite's claim: takes the entries off `queue_ready`, then starts their tasks, in one
+    /// write transaction (see [`dialect::SQLITE_CLAIM_TAKE`]).
+    async fn claim_sqlite(
+        &self,
+        params: TaskGetAvailableParams<'_>,
+    ) -> Result<Vec<Task>, QueueError> {
+        let txn = self.begin_write().await?;
+        let taken: Vec<Uuid> = TakenEntry::find_by_statement(Statement::from_sql_and_values(
+            self.backend,
+            dialect::SQLITE_CLAIM_TAKE,
+            [params.now.into(), i64::from(params.max).into()],
+        ))
+        .all(&*txn)
+        .await?
+        .into_iter()
+        .map(|entry| entry.task_id)
+        .collect();
+        if taken.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = [params.now.into(), params.node_id.into()]
+            .into_iter()
+            .chain(taken.iter().map(|&id| id.into()));
+        let started = Task::find_by_statement(Statement::from_sql_and_values(
+            self.backend,
+            dialect::sqlite_claim_start(taken.len()),
+            values,
+        ))
+        .all(&*txn)
+        .await?;
+        txn.commit().await?;
         Ok(started)
     }
 

@@ -2,76 +2,99 @@
 
 use sea_orm::DbBackend;
 
-/// Claims up to N due tasks of unpaused components, highest priority first, FIFO within a
-/// priority, in ONE statement that selects them and marks them started: the node claims
+/// PostgreSQL's claim: up to N due tasks of unpaused components, highest priority first,
+/// FIFO within a priority, selected and marked started in ONE statement. The node claims
 /// only as many as it has free executor slots, so it starts each at once, and the
 /// SCHEDULING step is recorded in the history only (see `Store::task_get_available`).
+/// `FOR UPDATE SKIP LOCKED` makes concurrent claimers on other nodes pass over tasks
+/// someone else is claiming instead of waiting for them or taking them twice.
 ///
-/// PostgreSQL: `FOR UPDATE SKIP LOCKED` makes concurrent claimers on other nodes pass over
-/// rows someone else is claiming instead of waiting for them or taking them twice.
-/// SQLite: the database has one writer at a time, so the inner SELECT and the UPDATE cannot
-/// interleave with another claim.
+/// A materialized CTE is evaluated exactly once; as an `IN (subquery)` the planner
+/// may re-run the locking subquery and claim more than `LIMIT` rows.
+///
+/// The order comes from `queue_ready`, the queued tasks' narrow table (kept by
+/// triggers, see `m20261124_000070_ready_table`); the rows locked are the tasks', not
+/// the entries': an admin's abandon of a queued task locks the task and then (its
+/// trigger) deletes the entry, so a claim locking entries first and tasks second
+/// could deadlock with it. The claim's own trigger deletes the claimed tasks' entries.
+///
+/// A task that another claim took, and committed, after this statement's snapshot
+/// still has its entry in that snapshot; FOR UPDATE then locks the task's newest
+/// version, EXECUTING by now, so the UPDATE tests the status again and leaves such a
+/// task alone. The test is in the UPDATE only, and no index of `queue_task` names
+/// `workflow_status` (see `m20261124_000080_hot_updates`): with such an index, a
+/// status test let the generic plan (statistics taken while nothing was queued) read
+/// every queued task through it and join them with the entries in memory, 5–23 ms
+/// for 256 with 56,000 queued against 2.8 ms probing the primary key for each entry
+/// (and, before `queue_ready`, 82 ms for 16 with 18,000 queued through the partial
+/// claim index).
+///
+/// `id = ANY(ARRAY(…))` rather than a join with `picked`: the statement is prepared,
+/// and PostgreSQL's generic plan, which knows neither the LIMIT nor the table's size
+/// at run time, joined the picked ids by hashing the whole table (a sequential scan
+/// of every task per claim, 15 of a 256-task claim's 17 ms on 20,000 rows). An
+/// array parameter's length is estimated small, so the ids are always looked up in
+/// the primary key.
 ///
 /// Parameters: now, node id, max rows.
-pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
-    match backend {
-        // A materialized CTE is evaluated exactly once; as an `IN (subquery)` the planner
-        // may re-run the locking subquery and claim more than `LIMIT` rows.
-        //
-        // The UPDATE finds the picked rows by primary key only. They are locked, and FOR
-        // UPDATE re-checks `workflow_status = 'QUEUED'` on the version it locks, so they are
-        // QUEUED until this transaction ends. Repeating that test in the UPDATE's WHERE
-        // (as an earlier version did) offered the planner the partial claim index for the
-        // join: with statistics taken while nothing was queued (a table of finished tasks,
-        // then a burst of new ones) it walked every queued entry once per claim, 82 ms for
-        // 16 tasks with 18,000 queued, and a drain over a million retained tasks ran at a
-        // seventh of its fresh-table rate.
-        //
-        // `id = ANY(ARRAY(…))` rather than a join with `picked`: the statement is prepared,
-        // and PostgreSQL's generic plan, which knows neither the LIMIT nor the table's size
-        // at run time, joined the picked ids by hashing the whole table (a sequential scan
-        // of every task per claim, 15 of a 256-task claim's 17 ms on 20,000 rows). An
-        // array parameter's length is estimated small, so the ids are always looked up in
-        // the primary key.
-        DbBackend::Postgres => {
-            "WITH picked AS MATERIALIZED ( \
-                 SELECT id FROM queue_task \
-                 WHERE workflow_status = 'QUEUED' AND run_at <= $1 \
-                   AND execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
-                 ORDER BY priority DESC, run_at, id \
-                 LIMIT $3 \
-                 FOR UPDATE SKIP LOCKED) \
-             UPDATE queue_task SET workflow_status = 'EXECUTING', \
-                 scheduling_started_date = $1, execution_started_date = $1, scheduled_by_process = $2, \
-                 modified_date = $1, modified_by = $2, \
-                 attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1 \
-             WHERE queue_task.id = ANY(ARRAY(SELECT id FROM picked)) \
-             RETURNING queue_task.*"
-        }
-        // The picking SELECT names the claim index: SQLite's planner (with no statistics,
-        // as a new database has) preferred the equality on `idx_queue_task_status_component`
-        // and then sorted every queued task into a temporary B-tree for the ORDER BY, so
-        // each claim cost time in proportion to the queue's length (a claim of 256 took
-        // 40–80 ms with 60,000 queued; walking the claim index in order and stopping at the
-        // LIMIT, about 10 ms whatever the length, the UPDATE included). The UPDATE's own
-        // status test carries a unary `+`, which leaves the value alone but keeps the
-        // planner off that index, so the picked rows are found by primary key instead of by
-        // walking every queued task's entry (the test itself is a guard: SQLite's one
-        // writer means the picked rows are still QUEUED).
-        _ => {
-            "UPDATE queue_task SET workflow_status = 'EXECUTING', \
-                 scheduling_started_date = ?1, execution_started_date = ?1, scheduled_by_process = ?2, \
-                 modified_date = ?1, modified_by = ?2, \
-                 attempt = attempt + 1, lease_version = lease_version + 1 \
-             WHERE +workflow_status = 'QUEUED' AND id IN ( \
-                 SELECT id FROM queue_task INDEXED BY idx_queue_task_claim \
-                 WHERE workflow_status = 'QUEUED' AND run_at <= ?1 \
-                   AND execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
-                 ORDER BY priority DESC, run_at, id \
-                 LIMIT ?3) \
-             RETURNING *"
-        }
-    }
+pub(crate) const POSTGRES_CLAIM: &str = "WITH picked AS MATERIALIZED ( \
+         SELECT t.id FROM queue_ready r JOIN queue_task t ON t.id = r.task_id \
+         WHERE r.run_at <= $1 \
+           AND r.component NOT IN (SELECT component FROM queue_component_pause) \
+         ORDER BY r.priority DESC, r.run_at, r.task_id \
+         LIMIT $3 \
+         FOR UPDATE OF t SKIP LOCKED) \
+     UPDATE queue_task SET workflow_status = 'EXECUTING', \
+         scheduling_started_date = $1, execution_started_date = $1, scheduled_by_process = $2, \
+         modified_date = $1, modified_by = $2, \
+         attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1 \
+     WHERE queue_task.id = ANY(ARRAY(SELECT id FROM picked)) \
+       AND queue_task.workflow_status = 'QUEUED' \
+     RETURNING queue_task.*";
+
+/// SQLite's claim, first step: takes the entries of up to N due tasks of unpaused
+/// components off `queue_ready`, in claim order, and returns their task ids. SQLite has one
+/// writer, so the two steps, in one transaction, cannot interleave with another claim.
+///
+/// The claim takes the entries itself, in one statement, rather than leaving them to the
+/// trigger that removes the entry of a task leaving QUEUED (which passes over moves to
+/// EXECUTING, the claim's): a DELETE in a row-level trigger cost about 12 µs per task,
+/// six times what the claim's UPDATE costs without it. An entry whose task is not QUEUED
+/// (there should be none) is taken too and its task left alone by the second step, so a
+/// stale entry cannot block the head of the queue.
+///
+/// The SELECT names the claim index: SQLite's planner (with no statistics, as a new
+/// database has) may otherwise sort every queued task into a temporary B-tree for the
+/// ORDER BY, so each claim would cost time in proportion to the queue's length (a claim
+/// of 256 took 40–80 ms with 60,000 queued; walking the claim index in order and stopping
+/// at the LIMIT, about 10 ms whatever the length).
+///
+/// Parameters: now, max rows.
+pub(crate) const SQLITE_CLAIM_TAKE: &str = "DELETE FROM queue_ready WHERE task_id IN ( \
+         SELECT task_id FROM queue_ready INDEXED BY idx_queue_ready_claim \
+         WHERE run_at <= ?1 \
+           AND component NOT IN (SELECT component FROM queue_component_pause) \
+         ORDER BY priority DESC, run_at, task_id \
+         LIMIT ?2) \
+     RETURNING task_id";
+
+/// SQLite's claim, second step: marks the `taken` tasks started, as [`POSTGRES_CLAIM`]
+/// does. The ids are bound one parameter each (`?3`…), as the 16-byte blobs SQLite stores
+/// them as; the status test is a guard, its unary `+` keeping the planner on the primary
+/// key.
+///
+/// Parameters: now, node id, then the taken ids.
+pub(crate) fn sqlite_claim_start(taken: usize) -> String {
+    let ids: Vec<String> = (3..3 + taken).map(|n| format!("?{n}")).collect();
+    format!(
+        "UPDATE queue_task SET workflow_status = 'EXECUTING', \
+             scheduling_started_date = ?1, execution_started_date = ?1, scheduled_by_process = ?2, \
+             modified_date = ?1, modified_by = ?2, \
+             attempt = attempt + 1, lease_version = lease_version + 1 \
+         WHERE +workflow_status = 'QUEUED' AND id IN ({}) \
+         RETURNING *",
+        ids.join(", ")
+    )
 }
 
 /// The earliest `run_at` of a queued task of an unpaused component: when the producer, idle,
@@ -80,28 +103,27 @@ pub(crate) fn task_get_available(backend: DbBackend) -> &'static str {
 /// scheduled for later, on every idle wake-up. The claim index is ordered by priority, then
 /// `run_at`: its first entry within each priority is that priority's earliest task. So the
 /// statement skips from priority to priority down the index (a recursive CTE, one probe per
-/// distinct priority) and takes the least of those first entries, under a millisecond. The
-/// literal status matches the partial index even in a generic plan; SQLite is told the
-/// index by name, as in [`task_get_available`], or it reads every queued task by status.
+/// distinct priority) and takes the least of those first entries, under a millisecond.
+/// SQLite is told the index by name, as in [`SQLITE_CLAIM_TAKE`].
 ///
 /// No parameters.
 pub(crate) fn task_next_run_at(backend: DbBackend) -> &'static str {
-    // The one text, with the backend's hint (or none) after each `queue_task t`, made at
+    // The one text, with the backend's hint (or none) after each `queue_ready t`, made at
     // compile time: the producer asks whenever it goes idle.
     macro_rules! next_run_at {
         ($claim_index:literal) => {
             concat!(
                 "WITH RECURSIVE priorities(priority) AS ( \
-                     SELECT (SELECT t.priority FROM queue_task t ", $claim_index, " \
-                             WHERE t.workflow_status = 'QUEUED' ORDER BY t.priority DESC LIMIT 1) \
+                     SELECT (SELECT t.priority FROM queue_ready t ", $claim_index, " \
+                             ORDER BY t.priority DESC LIMIT 1) \
                      UNION ALL \
-                     SELECT (SELECT t.priority FROM queue_task t ", $claim_index, " \
-                             WHERE t.workflow_status = 'QUEUED' AND t.priority < p.priority \
+                     SELECT (SELECT t.priority FROM queue_ready t ", $claim_index, " \
+                             WHERE t.priority < p.priority \
                              ORDER BY t.priority DESC LIMIT 1) \
                      FROM priorities p WHERE p.priority IS NOT NULL) \
-                 SELECT MIN((SELECT t.run_at FROM queue_task t ", $claim_index, " \
-                             WHERE t.workflow_status = 'QUEUED' AND t.priority = p.priority \
-                               AND t.execution_component_name NOT IN (SELECT component FROM queue_component_pause) \
+                 SELECT MIN((SELECT t.run_at FROM queue_ready t ", $claim_index, " \
+                             WHERE t.priority = p.priority \
+                               AND t.component NOT IN (SELECT component FROM queue_component_pause) \
                              ORDER BY t.run_at LIMIT 1)) AS run_at \
                  FROM priorities p WHERE p.priority IS NOT NULL"
             )
@@ -109,7 +131,7 @@ pub(crate) fn task_next_run_at(backend: DbBackend) -> &'static str {
     }
     match backend {
         DbBackend::Postgres => next_run_at!(""),
-        _ => next_run_at!("INDEXED BY idx_queue_task_claim"),
+        _ => next_run_at!("INDEXED BY idx_queue_ready_claim"),
     }
 }
 
@@ -123,9 +145,10 @@ mod tests {
     use crate::task::NewTask;
     use crate::testing::{Backend, TestDatabase};
 
-    /// SQLite's plans of the claim and of the next `run_at`, one line per step: they must
-    /// walk the claim index in order and stop at the LIMIT (the claim finding the picked
-    /// rows by primary key), whatever the statistics say (none yet, then taken with
+    /// SQLite's plans of the claim's two steps and of the next `run_at`, one line per step:
+    /// they must walk the claim index in order and stop at the LIMIT (the claim's start
+    /// finding the taken tasks by primary key, not reading them all), whatever the
+    /// statistics say (none yet, then taken with
     /// thousands of tasks queued), so that they cost the same however long the queue is.
     #[tokio::test]
     async fn sqlite_claim_statements_walk_the_claim_index() {
@@ -141,28 +164,44 @@ mod tests {
             if statistics == "from ANALYZE" {
                 db.conn.execute_unprepared("ANALYZE").await.unwrap();
             }
-            let claim = Statement::from_sql_and_values(
+            let take = Statement::from_sql_and_values(
                 DbBackend::Sqlite,
-                super::task_get_available(DbBackend::Sqlite),
-                [Utc::now().into(), "plan-node".into(), 256_i64.into()],
+                super::SQLITE_CLAIM_TAKE,
+                [Utc::now().into(), 256_i64.into()],
+            );
+            let ids = (0..256).map(|_| uuid::Uuid::now_v7().into());
+            let start = Statement::from_sql_and_values(
+                DbBackend::Sqlite,
+                super::sqlite_claim_start(256),
+                [Utc::now().into(), "plan-node".into()]
+                    .into_iter()
+                    .chain(ids),
             );
             let next_run_at = Statement::from_string(
                 DbBackend::Sqlite,
                 super::task_next_run_at(DbBackend::Sqlite),
             );
-            for (name, statement) in [("claim", claim), ("next run_at", next_run_at)] {
+            // (name, statement, whether it walks the claim order)
+            let statements = [
+                ("claim's take", take, true),
+                ("claim's start", start, false),
+                ("next run_at", next_run_at, true),
+            ];
+            for (name, statement, ordered) in statements {
                 let plan = plan(&db, statement).await;
                 let steps = plan.join("\n");
                 assert!(
-                    plan.iter()
-                        .any(|step| step.contains("USING INDEX idx_queue_task_claim")),
+                    !ordered
+                        || plan
+                            .iter()
+                            .any(|step| step.contains("USING INDEX idx_queue_ready_claim")),
                     "with statistics {statistics}, the {name} does not walk the claim \
                      index:\n{steps}"
                 );
                 assert!(
-                    !steps.contains("TEMP B-TREE") && !steps.contains("status_component"),
-                    "with statistics {statistics}, the {name} sorts or reads queued tasks by \
-                     status:\n{steps}"
+                    !steps.contains("TEMP B-TREE") && !steps.contains("SCAN queue_task"),
+                    "with statistics {statistics}, the {name} sorts the queue or reads every \
+                     task:\n{steps}"
                 );
             }
         }

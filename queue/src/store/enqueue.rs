@@ -12,22 +12,23 @@ use std::ops::Deref;
 
 use chrono::SubsecRound;
 
-use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, TryInsertResult,
-};
+use sea_orm::sea_query::{Alias, Expr, OnConflict};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, TryInsertResult};
 use uuid::Uuid;
 
-use super::entity::task::{self, ActiveModel, Column};
+use super::entity::task::{self, ActiveModel};
 use super::{INSERT_CHUNK, Store, WriteTransaction, announce};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, Task};
 
-/// The predicate of the partial unique index on `unique_key`, spelled exactly as in the
-/// migration: PostgreSQL picks the index as the `ON CONFLICT` arbiter by matching it.
-const UNIQUE_KEY_PREDICATE: &str =
-    "unique_key IS NOT NULL AND workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')";
+/// The generated column holding a task's `unique_key` while the task is active (NULL after),
+/// under a unique index: the `ON CONFLICT` arbiter of an enqueue with a key (see
+/// `m20261124_000080_hot_updates`).
+const ACTIVE_UNIQUE_KEY: &str = "active_unique_key";
+/// The predicate of that partial index, spelled as in the migration: PostgreSQL picks the
+/// arbiter by matching it.
+const ACTIVE_UNIQUE_KEY_PREDICATE: &str = "active_unique_key IS NOT NULL";
 
 impl Store {
     /// Inserts `task` within `conn` (a transaction or a plain connection) and returns its row.
@@ -159,8 +160,8 @@ async fn insert_unless_active<C: ConnectionTrait>(
 ) -> Result<Option<Task>, QueueError> {
     let result = task::Entity::insert(ActiveModel::from(model.clone()))
         .on_conflict(
-            OnConflict::column(Column::UniqueKey)
-                .target_and_where(Expr::cust(UNIQUE_KEY_PREDICATE))
+            OnConflict::column(Alias::new(ACTIVE_UNIQUE_KEY))
+                .target_and_where(Expr::cust(ACTIVE_UNIQUE_KEY_PREDICATE))
                 .do_nothing()
                 .to_owned(),
         )
@@ -176,9 +177,9 @@ async fn insert_unless_active<C: ConnectionTrait>(
 
 /// The active task holding `model`'s unique key.
 async fn active_with_key<C: ConnectionTrait>(conn: &C, model: &Task) -> Result<Task, QueueError> {
+    use sea_orm::sea_query::ExprTrait as _;
     task::Entity::find()
-        .filter(Column::UniqueKey.eq(model.unique_key.clone()))
-        .filter(Column::WorkflowStatus.is_in(TaskStatus::ACTIVE))
+        .filter(Expr::col(Alias::new(ACTIVE_UNIQUE_KEY)).eq(model.unique_key.clone()))
         .one(conn)
         .await?
         .ok_or_else(|| {

@@ -186,9 +186,12 @@ impl Store {
         stopped_before: DateTime<Utc>,
         limit: u64,
     ) -> Result<u64, QueueError> {
+        // A task stops after it was created, so the range of `idx_queue_task_created` up to
+        // the cutoff holds every prunable task (no index names the stop date or status).
         let ids: Vec<Uuid> = task::Entity::find()
             .select_only()
             .column(Column::Id)
+            .filter(Column::CreatedDate.lt(stopped_before))
             .filter(Column::WorkflowStoppedDate.lt(stopped_before))
             .filter(Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
             .limit(limit)

@@ -6,7 +6,7 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 use uuid::Uuid;
 
 use super::announce::EventColumns;
-use super::entity::{node, task, task_event};
+use super::entity::{node, ready, task, task_event};
 use super::{Store, history};
 use crate::error::QueueError;
 use crate::id_list::id_in;
@@ -20,10 +20,21 @@ use crate::task::{Node, Page, QueueEvent, Task, TaskEvent, TaskFilter};
 /// that `QUEUED` is a handful of rows in a million finished ones. It estimated a third of
 /// the table and ran a parallel scan for every dashboard count. Literals are safe here:
 /// they come from [`TaskStatus::as_str`], never from input.
+///
+/// Statuses that only tasks which ended badly have (FAILURE, ERROR, ABANDONED) are tested on
+/// `problem_status` instead, the generated column that holds them (NULL for every other
+/// task) under a partial index: the admin's list of problems then reads those few rows,
+/// not the whole table (no index names `workflow_status`; see
+/// `m20261124_000080_hot_updates`).
 pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     let mut condition = Condition::all();
     if !filter.statuses.is_empty() {
-        condition = condition.add(Expr::cust(status_in(&filter.statuses)));
+        let column = if filter.statuses.iter().all(TaskStatus::is_problem) {
+            "queue_task.problem_status"
+        } else {
+            "queue_task.workflow_status"
+        };
+        condition = condition.add(Expr::cust(status_in(column, &filter.statuses)));
     }
     if let Some(component) = &filter.component {
         condition = condition.add(task::Column::ExecutionComponentName.eq(component.as_str()));
@@ -34,13 +45,13 @@ pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     condition
 }
 
-/// `queue_task.workflow_status IN ('A', 'B')`, with the statuses as literals.
-fn status_in(statuses: &[TaskStatus]) -> String {
+/// `column IN ('A', 'B')`, with the statuses as literals.
+fn status_in(column: &str, statuses: &[TaskStatus]) -> String {
     let literals: Vec<String> = statuses
         .iter()
         .map(|status| format!("'{}'", status.as_str()))
         .collect();
-    format!("queue_task.workflow_status IN ({})", literals.join(", "))
+    format!("{column} IN ({})", literals.join(", "))
 }
 
 impl Store {
@@ -95,11 +106,10 @@ impl Store {
         &self,
         now: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>, QueueError> {
-        Ok(task::Entity::find()
+        Ok(ready::Entity::find()
             .select_only()
-            .column_as(task::Column::RunAt.min(), "oldest")
-            .filter(task::Column::WorkflowStatus.eq(TaskStatus::Queued))
-            .filter(task::Column::RunAt.lte(now))
+            .column_as(ready::Column::RunAt.min(), "oldest")
+            .filter(ready::Column::RunAt.lte(now))
             .into_tuple::<Option<DateTime<Utc>>>()
             .one(&self.db)
             .await?

@@ -84,9 +84,8 @@ pub(crate) fn guarded(
         // Reopening a finished task must not collide with an active task that took over
         // its unique key meanwhile; such a task is skipped instead.
         update.filter(Expr::cust(
-            "(unique_key IS NULL OR unique_key NOT IN (SELECT t.unique_key FROM queue_task t \
-             WHERE t.unique_key IS NOT NULL \
-               AND t.workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')))",
+            "(unique_key IS NULL OR unique_key NOT IN (SELECT t.active_unique_key \
+             FROM queue_task t WHERE t.active_unique_key IS NOT NULL))",
         ))
     } else {
         update

@@ -154,9 +154,10 @@ impl Bundle {
         .await;
     }
 
-    /// Checks that the counts by component and status the triggers keep are those of the
-    /// rows, as a `GROUP BY` over the whole table finds them.
-    async fn assert_counts_match_rows(&self) {
+    /// Checks that what the triggers keep agrees with the rows: the counts by component and
+    /// status with a `GROUP BY` over the whole table, the claim entries with the queued
+    /// tasks.
+    async fn assert_kept_tables_match_rows(&self) {
         let counted: Vec<(String, String, i64)> = self
             .store
             .task_count_by_status()
@@ -187,6 +188,21 @@ impl Bundle {
         counted.sort();
         grouped.sort();
         assert_eq!(counted, grouped, "the kept counts differ from the rows");
+        // Every queued task has its claim entry, as it is now, and nothing else has one.
+        let queued = "SELECT COUNT(*) FROM queue_task WHERE workflow_status = 'QUEUED'";
+        let entries = "SELECT COUNT(*) FROM queue_ready";
+        let matching = "SELECT COUNT(*) FROM queue_task t JOIN queue_ready r ON r.task_id = t.id \
+             WHERE t.workflow_status = 'QUEUED' AND r.priority = t.priority \
+               AND r.run_at = t.run_at AND r.component = t.execution_component_name";
+        let queued = self.db.scalar(queued).await;
+        assert_eq!(
+            (
+                self.db.scalar(entries).await,
+                self.db.scalar(matching).await
+            ),
+            (queued, queued),
+            "the claim entries differ from the queued tasks"
+        );
     }
 
     /// `(rows, distinct tasks)` in `test_effect`.

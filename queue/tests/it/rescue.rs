@@ -87,7 +87,7 @@ async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
         bundle.task(task.id).await.workflow_status,
         TaskStatus::Executing
     );
-    bundle.assert_counts_match_rows().await;
+    bundle.assert_kept_tables_match_rows().await;
 }
 
 async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
@@ -130,7 +130,7 @@ async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
             .unwrap()
             .contains("no attempts are left")
     );
-    bundle.assert_counts_match_rows().await;
+    bundle.assert_kept_tables_match_rows().await;
 }
 
 async fn old_finished_tasks_are_pruned(db: TestDatabase) {
@@ -158,5 +158,5 @@ async fn old_finished_tasks_are_pruned(db: TestDatabase) {
     assert!(bundle.store.task_get(old.id).await.unwrap().is_none());
     assert!(bundle.store.task_history(old.id).await.unwrap().is_empty());
     assert!(bundle.store.task_get(active.id).await.unwrap().is_some());
-    bundle.assert_counts_match_rows().await;
+    bundle.assert_kept_tables_match_rows().await;
 }

@@ -4,6 +4,7 @@
 pub mod component_pause;
 pub mod node;
 pub mod periodic_job;
+pub mod ready;
 pub mod scheduler_lock;
 pub mod task;
 pub mod task_count;
