@@ -11,6 +11,7 @@ use super::entity::task::{self, Column};
 use super::transition::{guarded, set_transition};
 use super::{INSERT_CHUNK, Store, history};
 use crate::error::QueueError;
+use crate::id_list::id_in;
 use crate::state::{TaskStatus, Transition};
 
 /// Which node incarnation this process is, and what it tells the cluster about itself.
@@ -147,11 +148,29 @@ impl Store {
         let fail = Transition::Fail {
             error: format!("{reason}, and no attempts are left"),
         };
+        // No index leads to the running tasks (none may name a status; see
+        // `m20261124_000080_hot_updates`), so finding them reads the table: done as a read,
+        // before any write transaction, so that on SQLite the pass does not hold the one
+        // write lock while it reads a million retained tasks; and usually it finds nothing,
+        // and writes nothing. The UPDATEs below test every condition again, by id.
+        let orphans: Vec<Uuid> = task::Entity::find()
+            .select_only()
+            .column(Column::Id)
+            .filter(Column::WorkflowStatus.is_in(TaskStatus::RUNNING))
+            .filter(dead())
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        if orphans.is_empty() {
+            return Ok(RescueOutcome::default());
+        }
+        let orphan = || id_in(self.backend, Column::Id, orphans.iter().copied());
         let txn = self.begin_write().await?;
         let failed = guarded(
             set_transition(task::Entity::update_many(), &fail, now, &node.node_id),
             &fail,
         )
+        .filter(orphan())
         .filter(dead())
         .filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)));
         let failed = self.update_tasks(&*txn, failed).await?;
@@ -159,6 +178,7 @@ impl Store {
             set_transition(task::Entity::update_many(), &retry, now, &node.node_id),
             &retry,
         )
+        .filter(orphan())
         .filter(dead());
         let retried = self.update_tasks(&*txn, retried).await?;
         let changed: Vec<_> = failed.iter().chain(&retried).cloned().collect();
