@@ -33,7 +33,7 @@ fn table() -> TableCreateStatement {
 }
 
 /// The claim order.
-const CLAIM_INDEX: &str =
+pub(super) const CLAIM_INDEX: &str =
     "CREATE INDEX idx_queue_ready_claim ON queue_ready (priority DESC, run_at, task_id)";
 
 /// PostgreSQL: no task changes between the backfill and the commit that puts the new
@@ -49,20 +49,31 @@ const BACKFILL: &str = "INSERT INTO queue_ready (task_id, priority, run_at, comp
 /// function. An UPDATE deletes the entries of tasks that were QUEUED and are not any more
 /// (a claim: no lookup for the other updates' rows) and upserts those of QUEUED tasks
 /// (their `run_at` or priority may have changed).
-const POSTGRES_READY_ON_INSERT: &str =
+pub(super) const POSTGRES_READY_ON_INSERT: &str =
     "INSERT INTO queue_ready (task_id, priority, run_at, component)
                 SELECT id, priority, run_at, execution_component_name FROM new_rows
                 WHERE workflow_status = 'QUEUED';";
 const POSTGRES_READY_ON_DELETE: &str = "DELETE FROM queue_ready WHERE task_id IN (
                     SELECT id FROM old_rows WHERE workflow_status = 'QUEUED');";
-const POSTGRES_READY_ON_UPDATE: &str = "DELETE FROM queue_ready WHERE task_id IN (
+const POSTGRES_READY_DEQUEUE: &str = "DELETE FROM queue_ready WHERE task_id IN (
                     SELECT o.id FROM old_rows o WHERE o.workflow_status = 'QUEUED'
-                    EXCEPT SELECT n.id FROM new_rows n WHERE n.workflow_status = 'QUEUED');
-                INSERT INTO queue_ready AS r (task_id, priority, run_at, component)
+                    EXCEPT SELECT n.id FROM new_rows n WHERE n.workflow_status = 'QUEUED');";
+pub(super) const POSTGRES_READY_UPSERT: &str =
+    "INSERT INTO queue_ready AS r (task_id, priority, run_at, component)
                 SELECT id, priority, run_at, execution_component_name FROM new_rows
                 WHERE workflow_status = 'QUEUED'
                 ON CONFLICT (task_id) DO UPDATE SET priority = excluded.priority,
                     run_at = excluded.run_at, component = excluded.component;";
+
+/// The shared trigger function as this migration defines it (`m20261124_000090_steady_plans`
+/// replaces it, and restores this one when rolled back).
+pub(super) fn postgres_function() -> String {
+    counts::postgres_function(
+        POSTGRES_READY_ON_INSERT,
+        &format!("{POSTGRES_READY_DEQUEUE}\n                {POSTGRES_READY_UPSERT}"),
+        POSTGRES_READY_ON_DELETE,
+    )
+}
 
 /// SQLite's row-level triggers. The one removing the entry of a task that leaves QUEUED
 /// passes over the claim's move to EXECUTING: the claim takes its entries itself, in one
@@ -95,14 +106,7 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
         let triggers: Vec<String> = match manager.get_database_backend() {
-            DatabaseBackend::Postgres => vec![
-                POSTGRES_LOCK.to_owned(),
-                counts::postgres_function(
-                    POSTGRES_READY_ON_INSERT,
-                    POSTGRES_READY_ON_UPDATE,
-                    POSTGRES_READY_ON_DELETE,
-                ),
-            ],
+            DatabaseBackend::Postgres => vec![POSTGRES_LOCK.to_owned(), postgres_function()],
             _ => SQLITE_TRIGGERS
                 .iter()
                 .map(|sql| (*sql).to_owned())

@@ -9,8 +9,11 @@ use sea_orm::DbBackend;
 /// `FOR UPDATE SKIP LOCKED` makes concurrent claimers on other nodes pass over tasks
 /// someone else is claiming instead of waiting for them or taking them twice.
 ///
-/// A materialized CTE is evaluated exactly once; as an `IN (subquery)` the planner
-/// may re-run the locking subquery and claim more than `LIMIT` rows.
+/// The statement calls `queue_claim` (`m20261124_000090_steady_plans`), a function that
+/// carries its own planner settings, so its plan walks the claim index in order and
+/// finds the tasks by their primary key whatever the statistics say (those of
+/// `queue_ready` say "empty" after every vacuum of a drained queue, and a plan made then
+/// read and sorted every queued task on each claim).
 ///
 /// The order comes from `queue_ready`, the queued tasks' narrow table (kept by
 /// triggers, see `m20261124_000070_ready_table`); the rows locked are the tasks', not
@@ -29,28 +32,8 @@ use sea_orm::DbBackend;
 /// (and, before `queue_ready`, 82 ms for 16 with 18,000 queued through the partial
 /// claim index).
 ///
-/// `id = ANY(ARRAY(…))` rather than a join with `picked`: the statement is prepared,
-/// and PostgreSQL's generic plan, which knows neither the LIMIT nor the table's size
-/// at run time, joined the picked ids by hashing the whole table (a sequential scan
-/// of every task per claim, 15 of a 256-task claim's 17 ms on 20,000 rows). An
-/// array parameter's length is estimated small, so the ids are always looked up in
-/// the primary key.
-///
 /// Parameters: now, node id, max rows.
-pub(crate) const POSTGRES_CLAIM: &str = "WITH picked AS MATERIALIZED ( \
-         SELECT t.id FROM queue_ready r JOIN queue_task t ON t.id = r.task_id \
-         WHERE r.run_at <= $1 \
-           AND r.component NOT IN (SELECT component FROM queue_component_pause) \
-         ORDER BY r.priority DESC, r.run_at, r.task_id \
-         LIMIT $3 \
-         FOR UPDATE OF t SKIP LOCKED) \
-     UPDATE queue_task SET workflow_status = 'EXECUTING', \
-         scheduling_started_date = $1, execution_started_date = $1, scheduled_by_process = $2, \
-         modified_date = $1, modified_by = $2, \
-         attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1 \
-     WHERE queue_task.id = ANY(ARRAY(SELECT id FROM picked)) \
-       AND queue_task.workflow_status = 'QUEUED' \
-     RETURNING queue_task.*";
+pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 
 /// SQLite's claim, first step: takes the entries of up to N due tasks of unpaused
 /// components off `queue_ready`, in claim order, and returns their task ids. SQLite has one

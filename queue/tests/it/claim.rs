@@ -329,3 +329,88 @@ async fn no_index_of_a_task_changes_when_it_is_claimed_or_completed(db: TestData
         }
     }
 }
+
+/// PostgreSQL's claims, and the trigger that removes the claimed tasks' entries, keep to
+/// the indexes of `queue_ready` when their plans were made while a vacuum had just
+/// recorded the table as empty (a drained queue, the state autovacuum finds most often):
+/// the plans are kept, and a backlog that arrives then must not be read whole by every
+/// claim (see `m20261124_000090_steady_plans`). Counted by PostgreSQL's own statistics:
+/// no claim may scan `queue_ready` or `queue_task` sequentially.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_claims_keep_to_the_indexes_after_the_ready_table_was_vacuumed_empty() {
+    let Some(db) = TestDatabase::create::<queue::schema::QueueMigrator>(Backend::Postgres).await
+    else {
+        return;
+    };
+    db.conn
+        .execute_unprepared("VACUUM ANALYZE queue_ready")
+        .await
+        .unwrap();
+    // One connection: its plans are the ones under test, and its statistics are flushed
+    // when it is asked to.
+    let store = Store::new(queue::database::connect(&db.url, 1).await.unwrap());
+    let claim = || TaskGetAvailableParams {
+        max: 256,
+        now: Utc::now(),
+        node_id: "steady-node",
+    };
+    // Six claims of an empty queue: five custom plans, then the kept generic one.
+    for _ in 0..6 {
+        assert!(store.task_get_available(claim()).await.unwrap().is_empty());
+    }
+    let backlog: Vec<_> = (0..3000).map(|_| new_task("test.steady")).collect();
+    let queued = store.enqueue_many(store.db(), backlog).await.unwrap();
+
+    let before = sequential_scans(&store).await;
+    let mut claimed = 0;
+    for _ in 0..4 {
+        claimed += store.task_get_available(claim()).await.unwrap().len();
+    }
+    assert_eq!(claimed, 4 * 256);
+    assert_eq!(
+        sequential_scans(&store).await,
+        before,
+        "claims read queue_ready or queue_task from start to end (sequential scans of each)"
+    );
+
+    // Outside a claim, the trigger removes the entries of queued tasks that an admin
+    // abandons (the admin's UPDATE finds its tasks by a plan of its own, not under test).
+    let abandoned: Vec<_> = queued[queued.len() - 200..].iter().map(|t| t.id).collect();
+    let outcome = store
+        .task_abandon_many(
+            &queue::TaskSelector::Ids(abandoned),
+            "steady plans",
+            "admin",
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.changed.len(), 200);
+    assert_eq!(
+        sequential_scans(&store).await.0,
+        before.0,
+        "the trigger read queue_ready from start to end to remove abandoned tasks' entries"
+    );
+}
+
+/// The sequential scans of `queue_ready` and of `queue_task` so far, as PostgreSQL counts
+/// them, with the statistics of the store's one connection flushed first.
+async fn sequential_scans(store: &Store) -> (i64, i64) {
+    let db = store.db();
+    db.execute_unprepared("SELECT pg_stat_force_next_flush()")
+        .await
+        .unwrap();
+    let row = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            "SELECT \
+               (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'queue_ready'), \
+               (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'queue_task')",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    (
+        row.try_get_by_index(0).unwrap(),
+        row.try_get_by_index(1).unwrap(),
+    )
+}
