@@ -112,8 +112,7 @@ pub fn sort_targets(actor: &Actor, ids: &[Uuid], coaches: &HashMap<Uuid, Option<
     targets
 }
 
-/// Rejects a batch larger than [`MAX_BATCH`]: its ids are bound as SQL parameters, and both
-/// backends limit how many one statement may have.
+/// Rejects a batch larger than [`MAX_BATCH`].
 pub fn check_batch_size(ids: &[Uuid]) -> Result<(), CaseloadError> {
     if ids.len() > MAX_BATCH {
         return Err(CaseloadError::Invalid(format!(

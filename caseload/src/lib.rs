@@ -32,7 +32,7 @@ pub mod watches;
 
 pub use error::CaseloadError;
 
-/// The most people one call of a batch operation may name. Their ids are bound as SQL
-/// parameters, and SQLite allows 32,766 per statement; a checkpointed batch should be far
-/// smaller anyway (about 1,000), so that a crash repeats little work.
+/// The most people one call of a batch operation may name: a batch's rows are held in
+/// memory and its work repeats after a crash, so a checkpointed batch stays well under
+/// this (5,000 by default).
 pub const MAX_BATCH: usize = 10_000;

@@ -6,12 +6,15 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 
-/// Bound parameters per INSERT, under SQLite's limit of 32,766 per statement.
-const MAX_PARAMETERS: usize = 30_000;
+/// Rows per INSERT statement. Every full chunk is the same statement, so it is compiled
+/// once per connection and then found in the statement cache; only a batch's last, shorter
+/// chunk is new. (One statement per batch, sized to the batch, was a new program of up to
+/// 30,000 parameters every time.) Well under SQLite's limit of 32,766 parameters.
+const ROWS_PER_STATEMENT: usize = 500;
 
 /// Inserts `rows` (values for `columns`, in order) into `entity`'s table, skipping any row
 /// whose `(task, person)` key the table already holds, and returns the person ids actually
-/// inserted. Large batches go in several statements, each under the parameter limit.
+/// inserted, in statements of [`ROWS_PER_STATEMENT`] rows.
 ///
 /// `ON CONFLICT DO NOTHING … RETURNING` is what makes re-running a batch harmless: the
 /// caller acts only on the people returned. Catching a unique violation instead would abort
@@ -27,9 +30,8 @@ where
     E: EntityTrait + Default,
 {
     let rows: Vec<Vec<SimpleExpr>> = rows.into_iter().collect();
-    let rows_per_statement = (MAX_PARAMETERS / columns.len().max(1)).max(1);
     let mut inserted = Vec::with_capacity(rows.len());
-    for chunk in rows.chunks(rows_per_statement) {
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
         let mut insert = Query::insert();
         insert
             .into_table(E::default())

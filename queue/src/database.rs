@@ -24,14 +24,14 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Prepared statements each SQLite connection keeps (sqlx's default is 100).
 ///
-/// A batch statement over a list (`id IN (…)` of up to 1,000 ids, a multi-row INSERT) is a
-/// statement of its own for every list length, and SQLite compiles each into a program of
-/// its own size: with 100 of them cached on each of 16 connections, a status change of a
-/// million people peaked at 239 MiB. The statements a node repeats (claim, checkpoint,
-/// heartbeat) are a handful and stay cached.
+/// A statement whose text depends on a list's length (a multi-row INSERT's last, shorter
+/// chunk, a claim sized to free slots) is a statement of its own for every length, and
+/// SQLite compiles each into a program of its own size: with 100 of them cached on each of
+/// 16 connections, a status change of a million people peaked at 239 MiB (when id lists
+/// were still literal lists; they are one parameter now, see [`crate::id_list`]). The
+/// statements a node repeats (claim, checkpoint, heartbeat) are a handful and stay cached.
 ///
-/// PostgreSQL keeps sqlx's 100: its id lists are one array parameter (see
-/// [`crate::id_list`]), so they do not multiply. The same cap there measured 217 → 64 MiB
+/// PostgreSQL keeps sqlx's 100. The same cap there measured 217 → 64 MiB
 /// for batches of 2,500, but the CI run with it saw a periodic job stop after one run on
 /// PostgreSQL (not reproduced alone), so it was taken out until that is understood.
 const STATEMENT_CACHE: usize = 16;

@@ -1,16 +1,27 @@
-//! "This column is one of these ids", written the way each backend does it best.
+//! "This column is one of these ids", written the way each backend does it best: as one
+//! parameter, whatever the number of ids.
 //!
-//! On SQLite an `IN (?, ?, …)` list is the only way. On PostgreSQL the same list makes
-//! a statement of its own for every list length: a batch that filters 1,000 people,
-//! then the 987 it changed, prepares and plans two new statements, and the
-//! connection's statement cache churns. `= ANY($1)` with the ids as one array
-//! parameter is one statement whatever the length, prepared once per connection.
+//! A literal list (`IN (?, ?, …)`) makes a statement of its own for every list length. A
+//! batch that filters 1,000 people, then the 987 it changed, compiles two new statements,
+//! and a connection's statement cache churns: on SQLite each such program is the size of
+//! its list (a status change in batches of 10,000 peaked at 256 MiB, most of it compiled
+//! statements), and compiling it is work repeated every batch. With the ids as one
+//! parameter the statement is the same for every batch and stays prepared.
+//!
+//! - PostgreSQL: `column = ANY($1)`, the ids as one array.
+//! - SQLite: `column IN (SELECT unhex(value) FROM json_each(?))`, the ids as one JSON array
+//!   of hex strings (SQLite has no array parameter; a UUID column holds 16-byte blobs, which
+//!   `unhex` turns the strings back into). The planner still looks each id up in the
+//!   column's index.
 
-use sea_orm::sea_query::Expr;
+use std::fmt::Write;
+
+use sea_orm::sea_query::{BinOper, Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbBackend};
 use uuid::Uuid;
 
-/// `column IN (ids…)` on SQLite, `column = ANY($1)` on PostgreSQL.
+/// `column = ANY($1)` on PostgreSQL, `column IN (SELECT unhex(value) FROM json_each(?))`
+/// on SQLite.
 pub fn id_in<C: ColumnTrait>(
     backend: DbBackend,
     column: C,
@@ -18,6 +29,40 @@ pub fn id_in<C: ColumnTrait>(
 ) -> Expr {
     match backend {
         DbBackend::Postgres => column.eq_any(ids),
-        _ => column.is_in(ids),
+        _ => Expr::col(column.as_column_ref()).binary(
+            BinOper::In,
+            Expr::cust_with_values(
+                "(SELECT unhex(value) FROM json_each(?))",
+                [hex_json_array(ids)],
+            ),
+        ),
+    }
+}
+
+/// `["<32 hex digits>", …]`: the JSON array SQLite's `id_in` reads.
+fn hex_json_array(ids: impl IntoIterator<Item = Uuid>) -> String {
+    let mut json = String::from("[");
+    for (n, id) in ids.into_iter().enumerate() {
+        let separator = if n == 0 { "" } else { "," };
+        // Writing to a String cannot fail.
+        let _ = write!(json, "{separator}\"{}\"", id.simple());
+    }
+    json.push(']');
+    json
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlite_list_is_one_json_parameter_of_hex_ids() {
+        let a = Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        let b = Uuid::from_u128(1);
+        assert_eq!(
+            hex_json_array([a, b]),
+            r#"["0123456789abcdef0123456789abcdef","00000000000000000000000000000001"]"#
+        );
+        assert_eq!(hex_json_array([]), "[]");
     }
 }

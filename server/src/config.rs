@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(serve.export_row_cap, 1_000_000);
         assert_eq!(serve.smtp_relay, None);
         assert_eq!(serve.amqp_url, None);
-        assert_eq!(serve.batch_size, 1_000);
+        assert_eq!(serve.batch_size, 5_000);
     }
 
     #[test]
