@@ -46,9 +46,10 @@ pub const EMAIL: &str = "caseload.email";
 /// and a status change moves each person to a random place in the name-ordered status
 /// index, so a batch of 1,000 rewrote about 2,500 pages (10 MB of WAL, written and synced
 /// at its commit). Five times as many people share many of those pages: a status change of
-/// a million people, on copies of one seeded SQLite database, took 73.3 s in batches of
-/// 5,000 against 128.6–141.7 s in batches of 1,000 (10,000: 59.2 s, but 156 MiB peak RSS
-/// against 90 MiB). PostgreSQL did not mind (74.7 against 75.1 s). The cost: a batch holds
+/// a million people, on copies of one seeded SQLite database run back to back, took 83.8
+/// and 78.9 s in batches of 5,000 against 109.7 and 116.1 s in batches of 1,000 (10,000:
+/// 59.2 s, but 156 MiB peak RSS against 90–111 MiB). PostgreSQL did not mind (75.2 and
+/// 61.8 s against 64.9 and 65.2 s; ARCHITECTURE.md has every run). The cost: a batch holds
 /// SQLite's write lock for about 0.4 s instead of 0.1 s, so other writers (claims, other
 /// tasks' batches) may wait that long during a large bulk action.
 pub const BATCH_SIZE_DEFAULT: u64 = 5_000;
