@@ -13,7 +13,9 @@
 //!   [`DRAIN_ROUNDS`]), as in every drain below.
 //! - **latency**: an idle node; this process enqueues 300 tasks one at a time, each in its
 //!   own committed transaction, 20 ms apart; the time from just before COMMIT to the
-//!   executor's first line, p50 / p95 / p99 / max.
+//!   executor's first line, p50 / p95 / p99 / max. Its baseline, measured after the tasks
+//!   at the same cadence: two durable commits in a row (see `floor`), the least any path
+//!   from an enqueue's COMMIT to a durable claim costs; the latency as a multiple of theirs.
 //! - **aged**: the drain again with 1,000,000 COMPLETED tasks (and their history) retained
 //!   in the table, vacuumed and checkpointed (see `age`), and its rate as a share of the
 //!   fresh table's.
@@ -28,6 +30,7 @@
 //! crosses processes, and each node's peak RSS is its own. Prints one JSON line per scenario
 //! and a table at the end. These are figures to read, not tests.
 
+mod floor;
 mod report;
 mod statements;
 mod worker;
@@ -330,6 +333,13 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
         tokio::time::sleep(LATENCY_GAP).await;
     }
     wait_until_drained(&store).await?;
+    // The baseline, at the same cadence, with the node idle beside it as before.
+    floor::prepare(&db.conn).await?;
+    let mut floor_millis = Vec::with_capacity(LATENCY_TASKS);
+    for _ in 0..LATENCY_TASKS {
+        floor_millis.push(floor::two_commits(&db.conn).await?.as_secs_f64() * 1000.0);
+        tokio::time::sleep(LATENCY_GAP).await;
+    }
     let node_report = nodes.stop().await?;
     let mut millis: Vec<f64> = node_report
         .starts
@@ -340,20 +350,30 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
         return Err(format!("{} of {LATENCY_TASKS} tasks started", millis.len()).into());
     }
     millis.sort_by(f64::total_cmp);
+    floor_millis.sort_by(f64::total_cmp);
+    let name = format!("{backend:?}").to_lowercase();
+    println!(
+        "{name}: latency p50 / p99 at {:.1} / {:.1} × two bare commits'",
+        quantile(&millis, 0.5) / quantile(&floor_millis, 0.5),
+        quantile(&millis, 0.99) / quantile(&floor_millis, 0.99),
+    );
     report.add(Figure {
         scenario: "latency",
-        backend: format!("{backend:?}").to_lowercase(),
+        backend: name,
         setup: format!("1 × 16, idle, {LATENCY_TASKS} tasks"),
         params: json!({
             "tasks": LATENCY_TASKS,
             "gap_ms": LATENCY_GAP.as_millis(),
             "enqueued_by": "another process",
+            "baseline": "two durable commits in a row, after the tasks, as far apart",
         }),
         figures: vec![
             ("commit-to-start p50 ms", quantile(&millis, 0.5)),
             ("commit-to-start p95 ms", quantile(&millis, 0.95)),
             ("commit-to-start p99 ms", quantile(&millis, 0.99)),
             ("commit-to-start max ms", quantile(&millis, 1.0)),
+            ("two bare commits p50 ms", quantile(&floor_millis, 0.5)),
+            ("two bare commits p99 ms", quantile(&floor_millis, 0.99)),
         ],
         peak_rss_mib: node_report.peak_rss_mib,
     });
