@@ -50,6 +50,21 @@ const STATEMENT_CACHE: usize = 16;
 /// WAL mode a checkpoint runs beside readers and the writer).
 const SQLITE_WAL_AUTOCHECKPOINT_PAGES: &str = "40000";
 
+/// Run by every new PostgreSQL connection before the pool hands it out: a claim of no tasks.
+///
+/// A connection's first claim took about 4 ms more than its later ones (4.3 against 0.6 ms
+/// in psql: the claim function is compiled and the tables' catalog entries are loaded once
+/// per connection), and an idle node's statements go round its pooled connections, so the
+/// first few tasks after a node started each waited for one such claim: three starts of
+/// 6–7 ms in each of three latency runs, which alone set the p99 there. Paid here, the cost
+/// falls on opening the connection. A claim of none changes no row. A database without the
+/// queue's schema yet (the connection that migrates it) has no claim function to warm.
+const POSTGRES_WARM_UP: &str = "DO $$ BEGIN \
+     IF to_regproc('queue_claim') IS NOT NULL THEN \
+         PERFORM 1 FROM queue_claim(now(), '', 0); \
+     END IF; \
+     END $$";
+
 /// Opens a pool for `url` (`sqlite://…` or `postgres://…`).
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url.to_owned());
@@ -66,6 +81,14 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 .foreign_keys(true)
                 .statement_cache_capacity(STATEMENT_CACHE)
                 .pragma("wal_autocheckpoint", SQLITE_WAL_AUTOCHECKPOINT_PAGES)
+        })
+        .map_sqlx_postgres_pool_opts(|pool| {
+            pool.after_connect(|connection, _| {
+                Box::pin(async move {
+                    sea_orm::sqlx::Executor::execute(connection, POSTGRES_WARM_UP).await?;
+                    Ok(())
+                })
+            })
         });
     Database::connect(options).await
 }

@@ -2,9 +2,15 @@
 //! has them (a setting sqlx or the server ignored would otherwise go unnoticed).
 
 use queue::testing::{Backend, TestDatabase};
+use queue::{Store, TaskStatus};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement, TransactionTrait};
 
-queue::backend_tests!(queue::schema::QueueMigrator => connections_are_durable_and_tuned);
+use super::new_task;
+
+queue::backend_tests!(queue::schema::QueueMigrator =>
+    connections_are_durable_and_tuned,
+    new_connections_leave_queued_tasks_alone,
+);
 
 async fn connections_are_durable_and_tuned(db: TestDatabase) {
     match db.backend {
@@ -40,4 +46,30 @@ async fn integer(conn: &DatabaseTransaction, sql: &str) -> i64 {
         .unwrap()
         .unwrap();
     row.try_get_by_index(0).unwrap()
+}
+
+/// Every new PostgreSQL connection warms the claim with a claim of none
+/// (`queue::database`): opening connections, however many, claims nothing.
+async fn new_connections_leave_queued_tasks_alone(db: TestDatabase) {
+    let store = Store::new(db.conn.clone());
+    let mut txn = store.begin_queue().await.unwrap();
+    let queued = txn.enqueue(new_task("test.noop")).await.unwrap();
+    txn.commit().await.unwrap();
+
+    let pool = queue::database::connect(&db.url, 4).await.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        // Held at once, so each is a connection of its own, opened (and warmed) for it.
+        held.push(pool.begin().await.unwrap());
+    }
+    drop(held);
+    pool.close().await.unwrap();
+
+    let task = store.task_get(queued.id).await.unwrap().unwrap();
+    assert_eq!(task.workflow_status, TaskStatus::Queued);
+    assert_eq!(task.attempt, queued.attempt, "no attempt was spent");
+    assert_eq!(
+        task.lease_version, queued.lease_version,
+        "no lease was taken"
+    );
 }
