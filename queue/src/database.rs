@@ -55,9 +55,9 @@ const SQLITE_WAL_AUTOCHECKPOINT_PAGES: &str = "40000";
 /// A connection's first claim took about 4 ms more than its later ones (4.3 against 0.6 ms
 /// in psql: the claim function is compiled and the tables' catalog entries are loaded once
 /// per connection), and an idle node's statements go round its pooled connections, so the
-/// first few tasks after a node started each waited for one such claim: three starts of
-/// 6–7 ms in each of three latency runs, which alone set the p99 there. Paid here, the cost
-/// falls on opening the connection. A claim of none changes no row. A database without the
+/// first few tasks after a node started each waited for one such claim: in six of eight
+/// latency runs the first two to four took 4.2–7.5 ms, enough to set the p99 (6.0–6.9 ms;
+/// 3.9–4.5 ms with this). Paid here, the cost falls on opening the connection. A claim of none changes no row. A database without the
 /// queue's schema yet (the connection that migrates it) has no claim function to warm.
 const POSTGRES_WARM_UP: &str = "DO $$ BEGIN \
      IF to_regproc('queue_claim') IS NOT NULL THEN \
