@@ -8,11 +8,10 @@
 //! depends on the machine far more than on its size: on this machine class one row
 //! committed every 20 ms took about ten times what it took back to back (pgbench: 1.5 ms
 //! against 0.16 ms), as an idle disk and idle cores wake for each. So the scenario measures
-//! this floor in the same run, after its own tasks and as far apart, and the queue's latency can be read
-//! as what it adds above it.
+//! this floor in the same run, after its own tasks and as far apart, and the queue's latency
+//! can be read as what it adds above it.
 
-use std::time::Duration;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 
