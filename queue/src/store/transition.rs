@@ -112,19 +112,10 @@ impl Store {
             .partition(|finish| finish.transition == Transition::Complete);
         let mut changed = Vec::with_capacity(finishes.len());
         for chunk in completions.chunks(INSERT_CHUNK) {
-            // The lease alone says the claim still holds the task (see `ClaimMatch`).
-            let claims = ClaimMatch::new(
-                self.backend,
-                chunk.iter().map(|f| (f.task_id, f.lease_version)),
-            );
-            let update = set_transition(Entity::update_many(), &Transition::Complete, now, node_id)
-                .filter(claims.condition);
-            let mut query = update.into_query();
-            if let Some(from) = claims.from {
-                query.from(from);
-            }
-            query.returning(Query::returning().columns(EventColumns::COLUMNS));
-            let completed: Vec<EventColumns> = self.run_alone(self.announcing(&query)).await?;
+            let claims = chunk.iter().map(|f| (f.task_id, f.lease_version));
+            let completed: Vec<EventColumns> = self
+                .run_alone(self.completion(claims, now, node_id))
+                .await?;
             let events: Vec<QueueEvent> = completed.into_iter().map(QueueEvent::from).collect();
             self.publish_events(&events);
             changed.extend(events);
@@ -157,6 +148,25 @@ impl Store {
         self.commit_transitions(txn, &moved, entries).await?;
         changed.extend(moved.iter().map(QueueEvent::from));
         Ok(changed)
+    }
+
+    /// The statement that completes the tasks of `claims` still held under their lease (the
+    /// lease alone says so, see `ClaimMatch`), returning the columns of their events.
+    pub(crate) fn completion(
+        &self,
+        claims: impl IntoIterator<Item = (Uuid, i64)>,
+        now: DateTime<Utc>,
+        node_id: &str,
+    ) -> Statement {
+        let claims = ClaimMatch::new(self.backend, claims);
+        let update = set_transition(Entity::update_many(), &Transition::Complete, now, node_id)
+            .filter(claims.condition);
+        let mut query = update.into_query();
+        if let Some(from) = claims.from {
+            query.from(from);
+        }
+        query.returning(Query::returning().columns(EventColumns::COLUMNS));
+        self.announcing(&query)
     }
 
     /// Runs `update` (with `RETURNING *`) within `conn`, announcing the changed tasks to the
