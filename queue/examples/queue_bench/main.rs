@@ -298,19 +298,18 @@ async fn age(store: &Store, count: usize) -> Result<Duration, Error> {
     // fresh rate, and at 53–68 % while `queue_ready` alone was left out), a state no real
     // deployment reaches. It also leaves `queue_ready` recorded as empty, as a drained
     // queue's vacuum does.
-    let tidy = match store.backend() {
-        sea_orm::DbBackend::Postgres => "VACUUM ANALYZE queue_task, queue_task_event, queue_ready",
-        _ => "ANALYZE",
+    // And then what a database at rest has: its write-ahead log written back. Ageing writes
+    // about 3 GB of WAL on PostgreSQL, and the checkpoints it sets off (one every 13-19 s,
+    // each writing for 11-12 s) ran on into the aged drain, while every fresh drain starts
+    // just after its CREATE DATABASE's own checkpoint.
+    let (tidy, settle) = match store.backend() {
+        sea_orm::DbBackend::Postgres => (
+            "VACUUM ANALYZE queue_task, queue_task_event, queue_ready",
+            "CHECKPOINT",
+        ),
+        _ => ("ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"),
     };
     db.execute_unprepared(tidy).await?;
-    // And what a database at rest has: its write-ahead log written back. Ageing writes about
-    // 3 GB of WAL on PostgreSQL, and the checkpoints it sets off (one every 13-19 s, each
-    // writing for 11-12 s) ran on into the aged drain, while every fresh drain starts just
-    // after its CREATE DATABASE's own checkpoint.
-    let settle = match store.backend() {
-        sea_orm::DbBackend::Postgres => "CHECKPOINT",
-        _ => "PRAGMA wal_checkpoint(TRUNCATE)",
-    };
     db.execute_unprepared(settle).await?;
     Ok(started.elapsed())
 }
