@@ -4,7 +4,7 @@
 //! subscribers.
 
 use sea_orm::sqlx::postgres::PgListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -18,6 +18,9 @@ const NOTIFICATIONS_PER_READ: usize = 10;
 pub(crate) struct Listener {
     pub store: Store,
     pub stop: CancellationToken,
+    /// Set once the first LISTEN is in place: from then on this node hears every change
+    /// the others commit (see `Runtime::start`, which waits for it).
+    pub listening: watch::Sender<bool>,
 }
 
 impl Listener {
@@ -38,6 +41,7 @@ impl Listener {
         let pool = self.store.db().get_postgres_connection_pool();
         let mut listener = PgListener::connect_with(pool).await?;
         listener.listen_all([WAKE_CHANNEL, EVENT_CHANNEL]).await?;
+        self.listening.send_replace(true);
         // Anything enqueued while not listening was missed: look once.
         self.store.notify_committed();
         loop {

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::DbBackend;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -173,7 +173,9 @@ pub struct Runtime;
 
 impl Runtime {
     /// Registers this node (first heartbeat), rescues what dead nodes and earlier
-    /// incarnations of this node left behind, and starts the services.
+    /// incarnations of this node left behind, and starts the services. On PostgreSQL it
+    /// returns once the node listens to the other nodes (or after `LISTEN_START_TIMEOUT`),
+    /// so events of tasks they change from then on reach this node's subscribers.
     pub async fn start(
         config: RuntimeConfig,
         store: Store,
@@ -269,13 +271,29 @@ impl Runtime {
             ));
         }
         match store.backend() {
-            DbBackend::Postgres => services.push(tokio::spawn(
-                Listener {
-                    store: store.clone(),
-                    stop: stop_services.clone(),
+            DbBackend::Postgres => {
+                let (listening, mut listened) = watch::channel(false);
+                services.push(tokio::spawn(
+                    Listener {
+                        store: store.clone(),
+                        stop: stop_services.clone(),
+                        listening,
+                    }
+                    .run(),
+                ));
+                // Until its LISTEN is in place a node misses what the others change, so a
+                // subscriber taken before `start` returns would never hear of tasks that
+                // another node completed meanwhile (a test with two nodes waited 180 s for
+                // them on a slow machine). The database answered the first heartbeat; if
+                // LISTEN still takes longer than this, the node starts without waiting and
+                // the listener keeps trying.
+                if tokio::time::timeout(LISTEN_START_TIMEOUT, listened.wait_for(|up| *up))
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!("not listening to other nodes yet; starting anyway");
                 }
-                .run(),
-            )),
+            }
             DbBackend::Sqlite => services.push(tokio::spawn(
                 SqliteWatch {
                     store: store.clone(),
@@ -317,6 +335,9 @@ impl Runtime {
 /// Pause before a service that lost its own connection (LISTEN, the SQLite watch) opens it
 /// again.
 const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How long [`Runtime::start`] waits for a PostgreSQL node's first LISTEN.
+const LISTEN_START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `session` (a service on a connection of its own, which returns when `stop` fires
 /// or fails when the connection does) until `stop` fires, opening a new session
