@@ -26,11 +26,6 @@ pub struct TaskGetAvailableParams<'a> {
 }
 
 #[derive(FromQueryResult)]
-struct TakenEntry {
-    task_id: Uuid,
-}
-
-#[derive(FromQueryResult)]
 struct NextRunAt {
     run_at: Option<DateTime<Utc>>,
 }
@@ -76,33 +71,25 @@ impl Store {
         Ok(started)
     }
 
-    /// SQLite's claim: takes the entries off `queue_ready`, then starts their tasks, in one
-    /// write transaction (see [`dialect::SQLITE_CLAIM_TAKE`]).
+    /// SQLite's claim: starts the tasks and takes their entries off `queue_ready`, in one
+    /// write transaction and one command (see [`dialect::SQLITE_CLAIM`]).
+    ///
+    /// It commits even when it started nothing: the take may have removed a stale entry
+    /// (one whose task was not QUEUED), and a write transaction that changed nothing
+    /// commits without writing.
     async fn claim_sqlite(
         &self,
         params: TaskGetAvailableParams<'_>,
     ) -> Result<Vec<Task>, QueueError> {
         let txn = self.begin_write().await?;
-        let taken: Vec<Uuid> = TakenEntry::find_by_statement(Statement::from_sql_and_values(
-            self.backend,
-            dialect::SQLITE_CLAIM_TAKE,
-            [params.now.into(), i64::from(params.max).into()],
-        ))
-        .all(&*txn)
-        .await?
-        .into_iter()
-        .map(|entry| entry.task_id)
-        .collect();
-        if taken.is_empty() {
-            return Ok(Vec::new());
-        }
-        let values = [params.now.into(), params.node_id.into()]
-            .into_iter()
-            .chain(taken.iter().map(|&id| id.into()));
         let started = Task::find_by_statement(Statement::from_sql_and_values(
             self.backend,
-            dialect::sqlite_claim_start(taken.len()),
-            values,
+            dialect::SQLITE_CLAIM,
+            [
+                params.now.into(),
+                params.node_id.into(),
+                i64::from(params.max).into(),
+            ],
         ))
         .all(&*txn)
         .await?;

@@ -35,64 +35,106 @@ use sea_orm::DbBackend;
 /// Parameters: now, node id, max rows.
 pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 
-/// SQLite's claim, first step: takes the entries of up to N due tasks of unpaused
-/// components off `queue_ready`, in claim order, and returns their task ids. SQLite has one
-/// writer, so the two steps, in one transaction, cannot interleave with another claim.
+/// The index SQLite made for `queue_task`'s primary key (`id`): its name for the first
+/// constraint-made index of a table. Statements that must find tasks by id whatever the
+/// statistics say name it in `INDEXED BY` (a name that no longer existed would fail every
+/// such statement, and `sqlite_drain_statements_keep_their_plans_whatever_the_statistics`
+/// with it). A macro, so that statements are put together at compile time.
+macro_rules! sqlite_task_primary_key {
+    () => {
+        "sqlite_autoindex_queue_task_1"
+    };
+}
+
+/// The claim's entries, in claim order: the SELECT both of [`SQLITE_CLAIM`]'s statements
+/// share. Parameters: `?1` now, `?3` the most to claim.
 ///
-/// The claim takes the entries itself, in one statement, rather than leaving them to the
-/// trigger that removes the entry of a task leaving QUEUED (which passes over moves to
-/// EXECUTING, the claim's): a DELETE in a row-level trigger cost about 12 µs per task,
-/// six times what the claim's UPDATE costs without it. An entry whose task is not QUEUED
-/// (there should be none) is taken too and its task left alone by the second step, so a
-/// stale entry cannot block the head of the queue.
+/// It names the claim index: SQLite's planner (with no statistics, as a new database has)
+/// may otherwise sort every queued task into a temporary B-tree for the ORDER BY, so each
+/// claim would cost time in proportion to the queue's length (a claim of 256 took 40–80 ms
+/// with 60,000 queued; walking the claim index in order and stopping at the LIMIT, about
+/// 10 ms whatever the length).
 ///
-/// The SELECT names the claim index: SQLite's planner (with no statistics, as a new
-/// database has) may otherwise sort every queued task into a temporary B-tree for the
-/// ORDER BY, so each claim would cost time in proportion to the queue's length (a claim
-/// of 256 took 40–80 ms with 60,000 queued; walking the claim index in order and stopping
-/// at the LIMIT, about 10 ms whatever the length).
-///
-/// Parameters: now, max rows.
-pub(crate) const SQLITE_CLAIM_TAKE: &str = "DELETE FROM queue_ready WHERE task_id IN ( \
-         SELECT task_id FROM queue_ready INDEXED BY idx_queue_ready_claim \
+/// The LIMIT is `+?3`, not `?3`: SQLite's planner looks at the value of a bare parameter in
+/// a LIMIT, which marks the statement to be compiled again whenever that parameter is bound,
+/// that is on every run. For the claim's start, with the triggers it compiles in, that was
+/// 156–162 µs a run against 32 µs with the unary plus (a C loop against the bundled SQLite
+/// 3.51.3); for the take alone, 24–30 µs against 5–15.
+macro_rules! sqlite_claimed_entries {
+    () => {
+        "SELECT task_id FROM queue_ready INDEXED BY idx_queue_ready_claim \
          WHERE run_at <= ?1 \
            AND component NOT IN (SELECT component FROM queue_component_pause) \
          ORDER BY priority DESC, run_at, task_id \
-         LIMIT ?2) \
-     RETURNING task_id";
+         LIMIT +?3"
+    };
+}
 
-/// SQLite's claim, second step: marks the `taken` tasks started, as [`POSTGRES_CLAIM`]
-/// does. The ids are bound one parameter each (`?3`…), as the 16-byte blobs SQLite stores
-/// them as; the status test is a guard.
+/// [`SQLITE_CLAIM`]'s first statement: starts the tasks of the claimed entries and returns
+/// them. The status test is a guard: an entry whose task is not QUEUED (there should be
+/// none) is taken by the second statement and its task left alone, so a stale entry
+/// cannot block the head of the queue.
 ///
-/// The UPDATE names the primary key's index ([`SQLITE_TASK_PRIMARY_KEY`]). Left to the
+/// The UPDATE names the primary key's index (`sqlite_task_primary_key!`). Left to the
 /// planner, a claim of 256 read every task once `ANALYZE` (or `PRAGMA optimize`) had
 /// recorded the table while it was small (a thousand rows: 256 lookups looked dearer than
 /// reading them all), and kept doing so as the table grew: a drain of 20,000 ran at
 /// 8.2–10.1k tasks/s, against 15.4–16.4k with the index named (three alternating runs of
 /// `queue_bench --aged 1000`, whose ageing ends with `ANALYZE`).
-///
-/// Parameters: now, node id, then the taken ids.
-pub(crate) fn sqlite_claim_start(taken: usize) -> String {
-    let ids: Vec<String> = (3..3 + taken).map(|n| format!("?{n}")).collect();
-    format!(
-        "UPDATE queue_task INDEXED BY {SQLITE_TASK_PRIMARY_KEY} \
-         SET workflow_status = 'EXECUTING', \
-             scheduling_started_date = ?1, execution_started_date = ?1, scheduled_by_process = ?2, \
-             modified_date = ?1, modified_by = ?2, \
-             attempt = attempt + 1, lease_version = lease_version + 1 \
-         WHERE workflow_status = 'QUEUED' AND id IN ({}) \
-         RETURNING *",
-        ids.join(", ")
-    )
+macro_rules! sqlite_claim_start {
+    () => {
+        concat!(
+            "UPDATE queue_task INDEXED BY ",
+            sqlite_task_primary_key!(),
+            " SET workflow_status = 'EXECUTING', \
+                 scheduling_started_date = ?1, execution_started_date = ?1, \
+                 scheduled_by_process = ?2, modified_date = ?1, modified_by = ?2, \
+                 attempt = attempt + 1, lease_version = lease_version + 1 \
+             WHERE workflow_status = 'QUEUED' AND id IN (",
+            sqlite_claimed_entries!(),
+            ") RETURNING *"
+        )
+    };
 }
 
-/// The index SQLite made for `queue_task`'s primary key (`id`): its name for the first
-/// constraint-made index of a table. Statements that must find tasks by id whatever the
-/// statistics say name it in `INDEXED BY` (a name that no longer existed would fail every
-/// such statement, and `sqlite_drain_statements_keep_their_plans_whatever_the_statistics`
-/// with it).
-pub(crate) const SQLITE_TASK_PRIMARY_KEY: &str = "sqlite_autoindex_queue_task_1";
+/// [`SQLITE_CLAIM`]'s second statement: takes the claimed entries off `queue_ready`.
+///
+/// The claim takes them itself rather than leaving them to the trigger that removes the
+/// entry of a task leaving QUEUED (which passes over moves to EXECUTING, the claim's): a
+/// DELETE in a row-level trigger cost about 12 µs per task, six times what the claim's
+/// UPDATE costs without it.
+macro_rules! sqlite_claim_take {
+    () => {
+        concat!(
+            "DELETE FROM queue_ready WHERE task_id IN (",
+            sqlite_claimed_entries!(),
+            ")"
+        )
+    };
+}
+
+/// SQLite's claim: up to N due tasks of unpaused components, in claim order, marked
+/// started (as [`POSTGRES_CLAIM`] does) and their entries taken off `queue_ready`. Two
+/// statements in one text, sent as one command inside the claim's write transaction, so a
+/// claim is three round trips to the connection's thread (`BEGIN IMMEDIATE`, this,
+/// `COMMIT`). SQLite has one writer: nothing else can change `queue_ready` between the two
+/// statements, and the start (which changes only `queue_task`) leaves it as it was, so
+/// both pick the same entries.
+///
+/// Why one command: each round trip to sqlx's connection thread costs about 70 µs on a
+/// 2-core VM when the thread has to be woken, as an idle node's is, and the commit-to-start
+/// latency of an idle node waits for every one. Taking the entries first and binding their
+/// ids into the start was a round trip more, and one statement text per count.
+///
+/// Parameters: now, node id, the most to claim.
+pub(crate) const SQLITE_CLAIM: &str = concat!(sqlite_claim_start!(), "; ", sqlite_claim_take!());
+
+/// [`SQLITE_CLAIM`]'s statements one by one, for their plans.
+#[cfg(all(test, feature = "testing"))]
+const SQLITE_CLAIM_STEPS: [(&str, &str); 2] = [
+    ("claim's start", sqlite_claim_start!()),
+    ("claim's take", sqlite_claim_take!()),
+];
 
 /// The earliest `run_at` of a queued task of an unpaused component: when the producer, idle,
 /// must look again. `MIN(run_at)` over the queued tasks read every one of them (no index
@@ -101,7 +143,7 @@ pub(crate) const SQLITE_TASK_PRIMARY_KEY: &str = "sqlite_autoindex_queue_task_1"
 /// `run_at`: its first entry within each priority is that priority's earliest task. So the
 /// statement skips from priority to priority down the index (a recursive CTE, one probe per
 /// distinct priority) and takes the least of those first entries, under a millisecond.
-/// SQLite is told the index by name, as in [`SQLITE_CLAIM_TAKE`].
+/// SQLite is told the index by name, as in [`SQLITE_CLAIM`].
 ///
 /// No parameters.
 pub(crate) fn task_next_run_at(backend: DbBackend) -> &'static str {
@@ -190,32 +232,22 @@ mod tests {
             if analyze {
                 db.conn.execute_unprepared("ANALYZE").await.unwrap();
             }
-            let take = Statement::from_sql_and_values(
-                DbBackend::Sqlite,
-                super::SQLITE_CLAIM_TAKE,
-                [Utc::now().into(), 256_i64.into()],
-            );
-            let ids = (0..256).map(|_| uuid::Uuid::now_v7().into());
-            let start = Statement::from_sql_and_values(
-                DbBackend::Sqlite,
-                super::sqlite_claim_start(256),
-                [Utc::now().into(), "plan-node".into()]
-                    .into_iter()
-                    .chain(ids),
-            );
+            // (name, statement, whether it walks the claim order)
+            let claim = super::SQLITE_CLAIM_STEPS.map(|(name, sql)| {
+                let values = [Utc::now().into(), "plan-node".into(), 256_i64.into()];
+                let statement = Statement::from_sql_and_values(DbBackend::Sqlite, sql, values);
+                (name, statement, true)
+            });
             let next_run_at = Statement::from_string(
                 DbBackend::Sqlite,
                 super::task_next_run_at(DbBackend::Sqlite),
             );
             let claims = (0..256).map(|lease| (uuid::Uuid::now_v7(), lease));
             let completion = store.completion(claims, Utc::now(), "plan-node");
-            // (name, statement, whether it walks the claim order)
-            let statements = [
-                ("claim's take", take, true),
-                ("claim's start", start, false),
+            let statements = claim.into_iter().chain([
                 ("next run_at", next_run_at, true),
                 ("completion", completion, false),
-            ];
+            ]);
             for (name, statement, ordered) in statements {
                 let plan = plan(&db, statement).await;
                 let steps = plan.join("\n");
