@@ -35,17 +35,6 @@ use sea_orm::DbBackend;
 /// Parameters: now, node id, max rows.
 pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 
-/// The index SQLite made for `queue_task`'s primary key (`id`): its name for the first
-/// constraint-made index of a table. Statements that must find tasks by id whatever the
-/// statistics say name it in `INDEXED BY` (a name that no longer existed would fail every
-/// such statement, and `sqlite_drain_statements_keep_their_plans_whatever_the_statistics`
-/// with it). A macro, so that statements are put together at compile time.
-macro_rules! sqlite_task_primary_key {
-    () => {
-        "sqlite_autoindex_queue_task_1"
-    };
-}
-
 /// The claim's entries, in claim order: the SELECT both of [`SQLITE_CLAIM`]'s statements
 /// share. Parameters: `?1` now, `?3` the most to claim.
 ///
@@ -75,8 +64,10 @@ macro_rules! sqlite_claimed_entries {
 /// none) is taken by the second statement and its task left alone, so a stale entry
 /// cannot block the head of the queue.
 ///
-/// The UPDATE names the primary key's index (`sqlite_task_primary_key!`). Left to the
-/// planner, a claim of 256 read every task once `ANALYZE` (or `PRAGMA optimize`) had
+/// The UPDATE names the primary key's index, `sqlite_autoindex_queue_task_1` (SQLite's name
+/// for a table's first constraint-made index; were it ever renamed, every claim would fail,
+/// and `sqlite_drain_statements_keep_their_plans_whatever_the_statistics` with it). Left to
+/// the planner, a claim of 256 read every task once `ANALYZE` (or `PRAGMA optimize`) had
 /// recorded the table while it was small (a thousand rows: 256 lookups looked dearer than
 /// reading them all), and kept doing so as the table grew: a drain of 20,000 ran at
 /// 8.2–10.1k tasks/s, against 15.4–16.4k with the index named (three alternating runs of
@@ -84,9 +75,8 @@ macro_rules! sqlite_claimed_entries {
 macro_rules! sqlite_claim_start {
     () => {
         concat!(
-            "UPDATE queue_task INDEXED BY ",
-            sqlite_task_primary_key!(),
-            " SET workflow_status = 'EXECUTING', \
+            "UPDATE queue_task INDEXED BY sqlite_autoindex_queue_task_1 \
+             SET workflow_status = 'EXECUTING', \
                  scheduling_started_date = ?1, execution_started_date = ?1, \
                  scheduled_by_process = ?2, modified_date = ?1, modified_by = ?2, \
                  attempt = attempt + 1, lease_version = lease_version + 1 \
