@@ -15,16 +15,7 @@
 //! producer in tens of microseconds instead of up to a timer tick, and costs nothing while
 //! no one writes. It does so only after [`QUIET_BEFORE_FOLLOWING`] without a commit: on a
 //! busy database the number changes at nearly every tick anyway, its producer is awake,
-//! and following every write of a drain cost a tenth of its throughput in asking. Nor
-//! while this process's own write transaction is open ([`Store::writing_here`]): its writes
-//! are the only ones SQLite allows then, and a bulk action's batch writes the WAL for
-//! hundreds of milliseconds before it commits. Following those writes kept the watch asking
-//! back to back through every batch: a status change of a million people made 5.15 million
-//! voluntary context switches and took 36.5 s of user and 51.1 s of system time; with this
-//! rule 2.10 million, 31.8 s and 45.5 s; with no cue at all 0.58 million, 31.2 s and 24.9 s
-//! (so cues this rule lets through still cost; not yet explained). Its time was bound by
-//! the writer each way (56.8, 55.5, 55.0 s). A commit another process makes while ours is
-//! open or waiting for the lock is seen at the next tick instead of at once.
+//! and following every write of a drain cost a tenth of its throughput in asking.
 //!
 //! Commits of this process's own pool change the number too. Such a wake-up is harmless: a
 //! producer with nothing to claim runs an UPDATE that matches no row and writes nothing.
@@ -79,7 +70,7 @@ impl SqliteWatch {
                 () = self.stop.cancelled() => break,
                 _ = ticks.tick() => None,
                 () = WalWrites::next(&mut writes) => {
-                    if last_change.elapsed() < QUIET_BEFORE_FOLLOWING || self.store.writing_here() {
+                    if last_change.elapsed() < QUIET_BEFORE_FOLLOWING {
                         continue;
                     }
                     Some(Instant::now() + WRITE_FOLLOW_WINDOW)

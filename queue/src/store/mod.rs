@@ -194,16 +194,6 @@ impl Store {
         Ok(WriteTransaction { txn, _gate: gate })
     }
 
-    /// SQLite: whether a write transaction of this store is open or beginning (its write
-    /// gate is taken). SQLite lets one connection write at a time, so while this store's
-    /// transaction holds the lock every write to the WAL file is its own.
-    pub(crate) fn writing_here(&self) -> bool {
-        self.signals
-            .write_gate
-            .as_ref()
-            .is_some_and(|gate| gate.try_lock().is_err())
-    }
-
     pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
         self.signals.wake.subscribe()
     }
