@@ -24,13 +24,14 @@ use sea_orm::DbBackend;
 /// A task that another claim took, and committed, after this statement's snapshot
 /// still has its entry in that snapshot; FOR UPDATE then locks the task's newest
 /// version, EXECUTING by now, so the UPDATE tests the status again and leaves such a
-/// task alone. The test is in the UPDATE only, and no index of `queue_task` names
-/// `workflow_status` (see `m20261124_000080_hot_updates`): with such an index, a
-/// status test let the generic plan (statistics taken while nothing was queued) read
-/// every queued task through it and join them with the entries in memory, 5–23 ms
-/// for 256 with 56,000 queued against 2.8 ms probing the primary key for each entry
-/// (and, before `queue_ready`, 82 ms for 16 with 18,000 queued through the partial
-/// claim index).
+/// task alone. So a claim racing another can hand out fewer than N while more are due
+/// (the producer looks again `MIN_POLL` later). The test is in the UPDATE only, and no
+/// index of `queue_task` names `workflow_status` (see `m20261124_000080_hot_updates`):
+/// with such an index, a status test let the generic plan (statistics taken while
+/// nothing was queued) read every queued task through it and join them with the
+/// entries in memory, 5–23 ms for 256 with 56,000 queued against 2.8 ms probing the
+/// primary key for each entry (and, before `queue_ready`, 82 ms for 16 with 18,000
+/// queued through the partial claim index).
 ///
 /// Parameters: now, node id, max rows.
 pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";

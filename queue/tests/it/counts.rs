@@ -65,10 +65,16 @@ async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
                 .task_finish_many_if_running(&finishes, Utc::now(), &node)
                 .await
                 .unwrap();
+            finishes
+                .iter()
+                .filter(|finish| matches!(finish.transition, Transition::Fail { .. }))
+                .count()
         });
     }
-    // A panic in a session fails the test here.
-    sessions.join_all().await;
+    // A panic in a session fails the test here. A claim racing another on PostgreSQL may
+    // hand out fewer than it was asked for (a row another session took between the choice
+    // and the lock drops out), so the failures are counted, not derived from `max`.
+    let failures: usize = sessions.join_all().await.into_iter().sum();
     bundle.assert_kept_tables_match_rows().await;
     assert_eq!(
         bundle
@@ -94,7 +100,8 @@ async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
         .task_retry_many(&TaskSelector::Filter(failed), "admin")
         .await
         .unwrap();
-    assert_eq!(retried.changed.len(), 6 * SESSIONS);
+    assert_eq!(retried.changed.len(), failures);
+    assert!(failures > 0);
     let queued_b = queue::TaskFilter {
         statuses: vec![queue::TaskStatus::Queued],
         component: Some("test.b".into()),
