@@ -3,12 +3,14 @@
 
 use app::api::ssr::AppState;
 use app::{App, shell};
+use std::sync::LazyLock;
+
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
-use leptos_axum::{LeptosRoutes, generate_route_list};
+use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseConnection;
 use tower_http::trace::TraceLayer;
@@ -23,6 +25,17 @@ use crate::{auth_gate, csrf};
 const SESSION_COOKIE: &str = "bulkq_session";
 /// A session ends after this long without a request.
 const SESSION_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
+
+/// The app's pages, listed once per process and shared by every router built in it.
+///
+/// Listing them renders the app with resource loading switched off, and leptos keeps that
+/// switch in one process-wide flag (`leptos_server::SuppressResourceLoad`): every resource
+/// that any server render in the process creates meanwhile waits forever, so its page never
+/// finishes streaming. A process building one router before serving never meets that, but
+/// the tests build a router per test, many at once: a page rendered while another test
+/// built its router stalled (20 fresh routers at a time: 16–24 of 100 pages of `/` still
+/// unfinished after 30 s; none once listed once).
+static PAGES: LazyLock<Vec<AxumRouteListing>> = LazyLock::new(|| generate_route_list(App));
 
 /// How the web layer is set up.
 #[derive(Debug, Clone)]
@@ -42,7 +55,6 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         .with_same_site(SameSite::Lax)
         .with_secure(options.secure_cookies)
         .with_expiry(Expiry::OnInactivity(SESSION_IDLE_TIMEOUT));
-    let routes = generate_route_list(App);
     let api = api::router(state.clone());
     let context = move || provide_context(state.clone());
     let render = {
@@ -57,7 +69,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
             get(move || crate::metrics::metrics(queue.clone())),
         )
         .nest("/api/1", api)
-        .leptos_routes_with_context(&leptos_options, routes, context, render)
+        .leptos_routes_with_context(&leptos_options, PAGES.clone(), context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))
         .layer(sessions)

@@ -45,6 +45,11 @@ pub async fn app_with_settings(
     bulk: BulkSettings,
 ) -> Router {
     add_user(db, "sam", Role::Staff).await;
+    router(db, store, bulk)
+}
+
+/// The app's router, as `bulkq serve` builds it, on a test database that has its users.
+pub fn router(db: &TestDatabase, store: queue::Store, bulk: BulkSettings) -> Router {
     let options = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
     web::router(
         AppState::new(db.conn.clone(), store, bulk),

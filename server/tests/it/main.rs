@@ -10,5 +10,6 @@ mod helpers;
 mod metrics;
 mod nodes;
 mod queue_health;
+mod rendering;
 mod sign_in;
 mod tasks_api;

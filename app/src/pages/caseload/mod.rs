@@ -47,11 +47,6 @@ pub fn CaseloadPage() -> impl IntoView {
         })
     });
     let results = Resource::new(move || query.get(), search_caseload);
-    // One resource per `<Transition>`. With one read by both (the shape of leptos issues
-    // #4851 and #4673), a server render now and then never finished streaming: the
-    // `sign_in` tests, three processes at a time, hung once in 90 runs, and none in 195
-    // runs with a resource each.
-    let status_options = Resource::new(|| (), |_| list_program_statuses());
     let statuses = Resource::new(|| (), |_| list_program_statuses());
 
     view! {
@@ -69,7 +64,7 @@ pub fn CaseloadPage() -> impl IntoView {
                         <Transition fallback=|| ()>
                             {move || Suspend::new(async move {
                                 let selected = query.get().status;
-                                status_options
+                                statuses
                                     .await
                                     .unwrap_or_default()
                                     .into_iter()
