@@ -194,6 +194,18 @@ impl Store {
         Ok(WriteTransaction { txn, _gate: gate })
     }
 
+    /// SQLite: waits until the write transactions of this store that are open or queued
+    /// for the gate now have ended. SQLite lets one connection write at a time, so while one
+    /// of them holds the lock every write to the WAL file is this store's own (see
+    /// `runtime::sqlite_watch`). Returns at once on PostgreSQL, which has no gate.
+    pub(crate) async fn own_writes_ended(&self) {
+        if let Some(gate) = &self.signals.write_gate {
+            // The gate is first come, first served: this turn comes after theirs, and is
+            // given back at once.
+            drop(gate.lock().await);
+        }
+    }
+
     pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
         self.signals.wake.subscribe()
     }
