@@ -1,10 +1,10 @@
 //! The HTTP surface: the Leptos pages and server functions, health checks, metrics and static
 //! files, behind the session layer and the sign-in gate.
 
-use app::api::ssr::AppState;
-use app::{App, shell};
 use std::sync::LazyLock;
 
+use app::api::ssr::AppState;
+use app::{App, shell};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
