@@ -4,7 +4,8 @@
 #
 #   scripts/install-tools.sh build     wasm32 target, cargo-leptos, wasm-bindgen-cli
 #   scripts/install-tools.sh release   the above plus wasm-opt (npm binaryen), for --release
-#   scripts/install-tools.sh test      the build tools plus Chromium and the Playwright packages
+#   scripts/install-tools.sh test      the build tools plus Chromium, the Playwright packages
+#                                      and schemathesis (PyPI, in .tools/schemathesis)
 #
 # Versions are pinned to what builds with this toolchain (see ARCHITECTURE.md, "Build").
 set -euo pipefail
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 CARGO_LEPTOS_VERSION=0.3.10 # 0.3.11 needs rustc 1.96
 BINARYEN_VERSION=132        # Debian's binaryen 108 produces a WASM that never hydrates
+SCHEMATHESIS_VERSION=4.32.5 # the API contract check (scripts/api-contract.sh)
 
 say() { printf '[install] %s\n' "$*"; }
 
@@ -63,11 +65,19 @@ playwright_packages() {
   (cd end2end && npm ci --silent --no-audit --no-fund >/dev/null)
 }
 
+schemathesis() {
+  local venv=.tools/schemathesis
+  if "$venv/bin/schemathesis" --version 2>/dev/null | grep -q " $SCHEMATHESIS_VERSION\$"; then return; fi
+  say "installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+}
+
 build_tools() { wasm_target; wasm_bindgen_cli; cargo_leptos; }
 
 case "${1:-build}" in
   build) build_tools ;;
   release) build_tools; binaryen ;;
-  test) build_tools; chromium; playwright_packages ;;
+  test) build_tools; chromium; playwright_packages; schemathesis ;;
   *) echo "usage: $0 [build|release|test]" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make test`: formatting, clippy, every Rust test on SQLite and PostgreSQL, then the
-# Playwright suite against a freshly started server. Stops at the first failure.
+# `make test`: formatting, clippy, every Rust test on SQLite and PostgreSQL, then the API
+# contract check (schemathesis) and the Playwright suite against freshly started servers.
+# Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +48,9 @@ cargo test --workspace --exclude frontend
 
 step "build the site (debug) for the browser tests"
 cargo leptos build
+
+step "the JSON API against its OpenAPI contract (schemathesis)"
+scripts/api-contract.sh
 
 step "Playwright (Debian Chromium)"
 scripts/e2e.sh

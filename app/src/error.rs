@@ -25,6 +25,9 @@ pub enum AppError {
     /// Too many sign-in attempts for one account in a short time.
     #[error("Too many sign-in attempts. Please wait a minute and try again.")]
     TooManyAttempts,
+    /// The node is too busy to take this request now (every password-hashing slot taken).
+    #[error("The server is busy. Please try again in a moment.")]
+    Busy,
     /// The request was malformed; the message says what to fix.
     #[error("{0}")]
     Invalid(String),
@@ -46,6 +49,7 @@ impl AppError {
             AppError::Invalid(_) => 422,
             AppError::TooManyAttempts => 429,
             AppError::Internal => 500,
+            AppError::Busy => 503,
             AppError::Transport(_) => 400,
         }
     }

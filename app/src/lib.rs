@@ -28,6 +28,8 @@ use crate::pages::{
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    content_security_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -43,6 +45,27 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <App />
             </body>
         </html>
+    }
+}
+
+/// Sends the page's Content Security Policy: scripts only from this site or inline with this
+/// response's nonce (which Leptos puts on every script it renders), WebAssembly allowed, no
+/// plugins, no framing. Styles may be inline: the pages size progress bars with `style`.
+#[cfg(feature = "ssr")]
+fn content_security_policy() {
+    let (Some(nonce), Some(response)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) else {
+        return;
+    };
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&policy) {
+        response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
 }
 

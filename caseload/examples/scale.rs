@@ -69,6 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 target,
                 to_status: "INACTIVE".into(),
                 reason: "scale measurement".into(),
+                ..StatusChangeRequest::default()
             })
         })
         .await?;
@@ -93,6 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 subject: "Scale measurement".into(),
                 body: "One message per person, to the development outbox.".into(),
                 cc: Vec::new(),
+                ..EmailRequest::default()
             })
         })
         .await?;
@@ -348,8 +350,8 @@ async fn run_action(
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
     let user = admin(db).await?;
     let target = TargetRequest {
-        ids: None,
         query: Some(target),
+        ..TargetRequest::default()
     };
     let started = Instant::now();
     let task = submit(&store, &user, request(target), DEFAULT_ROW_CAP)

@@ -36,6 +36,7 @@ use crate::access::{Actor, BatchReport, load_targets};
 use crate::entity::{email_send_log as log, person};
 use crate::once_per_task::insert_new;
 use crate::search::people_by_ids;
+use crate::text::{Lines, control_character_problem};
 
 /// Sends of one recipient after which a transient failure counts as permanent.
 ///
@@ -103,15 +104,25 @@ impl EmailContent {
             ));
         } else if self.subject.contains(['\r', '\n']) {
             problems.push(("subject", "a subject must fit on one line".into()));
+        } else if let Some(problem) = control_character_problem(&self.subject, Lines::One) {
+            problems.push(("subject", problem));
         }
         if self.body.trim().is_empty() || self.body.len() > MAX_BODY_LEN {
             problems.push((
                 "body",
                 format!("a body must have 1 to {MAX_BODY_LEN} bytes"),
             ));
+        } else if let Some(problem) = control_character_problem(&self.body, Lines::Many) {
+            problems.push(("body", problem));
         }
         if self.cc.len() > MAX_CC {
             problems.push(("cc", format!("at most {MAX_CC} cc addresses")));
+        } else if let Some(problem) = self
+            .cc
+            .iter()
+            .find_map(|cc| control_character_problem(cc, Lines::One))
+        {
+            problems.push(("cc", problem));
         } else if let Err(error) = self.cc_mailboxes() {
             problems.push(("cc", error.to_string()));
         }

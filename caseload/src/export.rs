@@ -23,6 +23,7 @@ pub const DEFAULT_ROW_CAP: u64 = 1_000_000;
 
 /// A column an export may contain; the JSON name is also the CSV header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ExportColumn {
     Id,

@@ -15,6 +15,8 @@ use uuid::Uuid;
 use crate::CaseloadError;
 use crate::access::Actor;
 use crate::entity::{person, person_watch};
+use crate::status_change::MAX_STATUS_CODE_LEN;
+use crate::text::{Lines, control_character_problem};
 
 /// The shortest text a "contains" search accepts: PostgreSQL's trigram index needs three
 /// characters to narrow anything down, and shorter text matches much of the caseload anyway.
@@ -33,6 +35,23 @@ const CONTAINS_TABLE: &str = "person_contains";
 /// SQLite only: each person's sort key by `person` rowid, the rowids FTS5 answers with
 /// (migration `m20261122_000041`).
 const SORT_KEY_TABLE: &str = "person_sort_key";
+
+/// The longest name search accepted, in characters.
+pub const MAX_NAME_LEN: usize = 200;
+
+/// The most different words a name search may have; nobody's name has more.
+pub const MAX_NAME_WORDS: usize = 8;
+
+/// The longest email prefix accepted: the longest address SMTP allows (RFC 5321).
+pub const MAX_EMAIL_LEN: usize = 254;
+
+/// The longest "contains" text accepted.
+pub const MAX_CONTAINS_LEN: usize = 100;
+
+/// The furthest a page may start (`page × page_size`): a million people in, the most any
+/// caseload has. Nobody pages that far (they narrow the search), and the bound keeps the
+/// offset within what both databases accept.
+pub const MAX_PAGE_START: u64 = 1_000_000;
 
 /// Where a page's count stops: beyond it the page reports "more than this many".
 pub const COUNT_CAP: u64 = 100_000;
@@ -87,7 +106,8 @@ pub const MAX_PAGE_SIZE: u64 = 200;
 /// every field given narrows the result. Missing fields in JSON mean "any", so a saved
 /// `{"query": {...}}` names only the filters it uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct PersonFilter {
     /// Words that must each start a first name, last name or school id (case-insensitive).
     pub name: Option<String>,
@@ -105,15 +125,65 @@ pub struct PersonFilter {
 }
 
 impl PersonFilter {
-    /// Rejects a filter no search can run: a "contains" text shorter than
-    /// [`MIN_CONTAINS_LEN`]. Everything else is a valid (if perhaps empty) selection.
+    /// Rejects a filter no search should run; the message names the first bad field.
     pub fn validate(&self) -> Result<(), CaseloadError> {
-        match self.contains_text() {
-            Some(text) if text.chars().count() < MIN_CONTAINS_LEN => Err(CaseloadError::Invalid(
-                format!("a \"contains\" search needs at least {MIN_CONTAINS_LEN} characters"),
-            )),
-            _ => Ok(()),
+        match self.problems().into_iter().next() {
+            Some((field, message)) => Err(CaseloadError::Invalid(format!("{field}: {message}"))),
+            None => Ok(()),
         }
+    }
+
+    /// Everything wrong with the filter, by field: text too long or holding control
+    /// characters, a name of too many words, a "contains" text too short.
+    ///
+    /// The caps keep every query small whatever is sent: each name word adds a condition on
+    /// three columns, and a statement of thousands of them overflowed the stack that
+    /// renders it (and would exceed the databases' expression limits).
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let texts = [
+            ("name", &self.name, MAX_NAME_LEN),
+            ("email", &self.email, MAX_EMAIL_LEN),
+            ("contains", &self.contains, MAX_CONTAINS_LEN),
+            ("program_status", &self.program_status, MAX_STATUS_CODE_LEN),
+        ];
+        let mut problems = Vec::new();
+        for (field, text, max) in texts {
+            let Some(text) = text.as_deref() else {
+                continue;
+            };
+            if text.chars().count() > max {
+                problems.push((field, format!("at most {max} characters")));
+            } else if let Some(problem) = control_character_problem(text, Lines::One) {
+                problems.push((field, problem));
+            }
+        }
+        if problems.is_empty() && self.name_words().len() > MAX_NAME_WORDS {
+            problems.push(("name", format!("at most {MAX_NAME_WORDS} different words")));
+        }
+        if let Some(text) = self.contains_text()
+            && text.chars().count() < MIN_CONTAINS_LEN
+        {
+            problems.push((
+                "contains",
+                format!("a \"contains\" search needs at least {MIN_CONTAINS_LEN} characters"),
+            ));
+        }
+        problems
+    }
+
+    /// The name's words in the order given, each once however it is capitalised (a repeated
+    /// word narrows nothing).
+    fn name_words(&self) -> Vec<&str> {
+        let mut words: Vec<&str> = Vec::new();
+        for word in self.name.iter().flat_map(|name| name.split_whitespace()) {
+            if !words
+                .iter()
+                .any(|seen| seen.to_lowercase() == word.to_lowercase())
+            {
+                words.push(word);
+            }
+        }
+        words
     }
 
     /// The "contains" text, trimmed, if any is given.
@@ -137,7 +207,7 @@ impl PersonFilter {
     /// The longest name word (the likeliest to narrow the search most) and the filter
     /// without it, if a name is given: a name search starts from that word's indexes.
     fn split_name_word(&self) -> Option<(String, PersonFilter)> {
-        let mut words: Vec<&str> = self.name.as_deref()?.split_whitespace().collect();
+        let mut words = self.name_words();
         let longest = (0..words.len()).max_by_key(|&i| (words[i].len(), std::cmp::Reverse(i)))?;
         let word = words.remove(longest).to_lowercase();
         let rest = PersonFilter {
@@ -147,14 +217,14 @@ impl PersonFilter {
         Some((word, rest))
     }
 
-    /// Whether a text criterion (name, email, contains) or the watch list narrows the search:
-    /// filters whose matches need not be spread evenly through the alphabet.
     /// Whether the filter is a program status and/or a coach and nothing else: those have
     /// indexes in name order.
     fn only_status_or_coach(&self) -> bool {
         !self.has_text() && (self.program_status.is_some() || self.coach_id.is_some())
     }
 
+    /// Whether a text criterion (name, email, contains) or the watch list narrows the search:
+    /// filters whose matches need not be spread evenly through the alphabet.
     fn has_text(&self) -> bool {
         self.name.is_some()
             || self.email.is_some()
@@ -223,6 +293,11 @@ pub async fn search_people<C: ConnectionTrait>(
     if page.page_size == 0 || page.page_size > MAX_PAGE_SIZE {
         return Err(CaseloadError::Invalid(format!(
             "page_size must be between 1 and {MAX_PAGE_SIZE}"
+        )));
+    }
+    if page.page.saturating_mul(page.page_size) > MAX_PAGE_START {
+        return Err(CaseloadError::Invalid(format!(
+            "page: a page may start at most {MAX_PAGE_START} people in; narrow the search"
         )));
     }
     filter.validate()?;
@@ -560,7 +635,7 @@ fn condition(
     // On SQLite, a walk must not offer the planner any filter index (see `Plan`).
     let walk = backend == DbBackend::Sqlite && plan == Plan::WalkSortIndex;
     let mut all = Condition::all();
-    for word in filter.name.iter().flat_map(|name| name.split_whitespace()) {
+    for word in filter.name_words() {
         let word = word.to_lowercase();
         all = all.add(
             Condition::any()
@@ -718,7 +793,7 @@ fn escape_like(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{PersonFilter, escape_like, phrase_query};
+    use super::{MAX_NAME_LEN, MAX_NAME_WORDS, PersonFilter, escape_like, phrase_query};
 
     #[test]
     fn phrase_queries_quote_the_whole_text() {
@@ -742,6 +817,39 @@ mod tests {
             ..PersonFilter::default()
         };
         assert_eq!(one.split_name_word().unwrap().1, PersonFilter::default());
+    }
+
+    #[test]
+    fn repeated_name_words_collapse_and_long_names_are_refused() {
+        let repeated = PersonFilter {
+            name: Some(["a"; 12_000].join(" ") + " A ADA"),
+            ..PersonFilter::default()
+        };
+        assert_eq!(repeated.name_words(), ["a", "ADA"]);
+        assert_eq!(
+            repeated.problems(),
+            [("name", format!("at most {MAX_NAME_LEN} characters"))]
+        );
+        let twice = PersonFilter {
+            name: Some("ada Ada ADA lo".into()),
+            ..PersonFilter::default()
+        };
+        assert_eq!(twice.name_words(), ["ada", "lo"]);
+        let many = PersonFilter {
+            name: Some("a b c d e f g h i".into()),
+            ..PersonFilter::default()
+        };
+        assert_eq!(
+            many.problems(),
+            [("name", format!("at most {MAX_NAME_WORDS} different words"))]
+        );
+        let long = PersonFilter {
+            contains: Some("x".repeat(100_000)),
+            email: Some("a\0b".into()),
+            ..PersonFilter::default()
+        };
+        let fields: Vec<&str> = long.problems().iter().map(|(field, _)| *field).collect();
+        assert_eq!(fields, ["email", "contains"]);
     }
 
     #[test]

@@ -19,9 +19,12 @@ use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
 use crate::entity::{person, program_status_change as history};
 use crate::once_per_task::insert_new;
 use crate::statuses::require_status;
+use crate::text::{Lines, control_character_problem};
 
 /// The longest reason accepted.
 pub const MAX_REASON_LEN: usize = 1_000;
+/// The longest program status code accepted (the codes are short words like `ACTIVE`).
+pub const MAX_STATUS_CODE_LEN: usize = 64;
 
 /// The change a task applies to every person it targets.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,16 +43,28 @@ impl StatusChange {
         require_status(db, &self.to_status).await
     }
 
-    /// What is wrong with the change short of the database's say (the reason), by field.
+    /// What is wrong with the change short of the database's say (does the status exist), by
+    /// field.
     pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let to_status = match self.to_status.chars().count() {
+            0 => Some("choose a program status".to_owned()),
+            n if n > MAX_STATUS_CODE_LEN => Some(format!(
+                "a program status code has at most {MAX_STATUS_CODE_LEN} characters"
+            )),
+            _ => control_character_problem(&self.to_status, Lines::One),
+        };
         let reason = self.reason.trim();
-        if reason.is_empty() || reason.chars().count() > MAX_REASON_LEN {
-            return vec![(
-                "reason",
-                format!("a reason must have 1 to {MAX_REASON_LEN} characters"),
-            )];
-        }
-        Vec::new()
+        let reason = if reason.is_empty() || reason.chars().count() > MAX_REASON_LEN {
+            Some(format!(
+                "a reason must have 1 to {MAX_REASON_LEN} characters"
+            ))
+        } else {
+            control_character_problem(reason, Lines::Many)
+        };
+        [("to_status", to_status), ("reason", reason)]
+            .into_iter()
+            .filter_map(|(field, problem)| Some((field, problem?)))
+            .collect()
     }
 }
 

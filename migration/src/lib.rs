@@ -50,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261124_000070_ready_table::Migration),
             Box::new(queue::schema::m20261124_000080_hot_updates::Migration),
             Box::new(queue::schema::m20261124_000090_steady_plans::Migration),
+            Box::new(queue::schema::m20261125_000100_crash_count::Migration),
         ]
     }
 }

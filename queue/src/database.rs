@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbErr,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbErr,
     SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
 use sea_orm_migration::MigratorTrait;
@@ -124,11 +124,87 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
 /// leaves any pooled connection opened before it with the old table's definition: searches
 /// on such a connection fail ("phrase queries are not supported") until it is recycled. So
 /// no connection that outlives the migrations may exist while they run.
+///
+/// Any number of processes may call this at once (a cluster's nodes starting together): they
+/// take turns under a lock, and each finds what the ones before it applied. Without it,
+/// two nodes starting on a fresh PostgreSQL database both created the same tables and one
+/// exited with a duplicate-key error from the catalog.
+/// - PostgreSQL: a session advisory lock, held on a connection of its own (closing it
+///   releases the lock, however the migration ended).
+/// - SQLite: an exclusive lock on a file beside the database (`<file>.migrate-lock`). The
+///   database's own write lock cannot serve: the migrations commit several transactions
+///   of their own, each needing that lock.
 pub async fn migrate<M: MigratorTrait>(url: &str) -> Result<(), DbErr> {
+    let lock = MigrationLock::acquire(url).await?;
+    let applied = apply::<M>(url).await;
+    lock.release().await;
+    applied
+}
+
+async fn apply<M: MigratorTrait>(url: &str) -> Result<(), DbErr> {
     let db = connect(url, 1).await?;
     let applied = M::up(&db, None).await;
     db.close().await?;
     applied
+}
+
+/// The key of the PostgreSQL advisory lock taken while migrating ("bulkq mg" in ASCII).
+const MIGRATION_LOCK_KEY: i64 = 0x6275_6c6b_7120_6d67;
+
+/// The lock [`migrate`] holds until [`MigrationLock::release`].
+enum MigrationLock {
+    /// The connection holding the advisory lock.
+    Postgres(DatabaseConnection),
+    /// The locked file, held until dropped (none for an in-memory database, which no other
+    /// process can open).
+    Sqlite { _file: Option<std::fs::File> },
+}
+
+impl MigrationLock {
+    async fn acquire(url: &str) -> Result<Self, DbErr> {
+        if url.starts_with("postgres") {
+            let conn = connect(url, 1).await?;
+            conn.execute_unprepared(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
+                .await?;
+            return Ok(Self::Postgres(conn));
+        }
+        let Some(path) = sqlite_file(url) else {
+            return Ok(Self::Sqlite { _file: None });
+        };
+        let lock_path = format!("{}.migrate-lock", path.display());
+        let file = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|e| DbErr::Custom(format!("taking the migration lock: {e}")))?
+        .map_err(|e| DbErr::Custom(format!("taking the migration lock: {e}")))?;
+        Ok(Self::Sqlite { _file: Some(file) })
+    }
+
+    /// Lets the next process migrate: a closed session releases its advisory lock, a
+    /// closed file its lock.
+    async fn release(self) {
+        if let Self::Postgres(conn) = self
+            && let Err(error) = conn.close().await
+        {
+            tracing::warn!(%error, "closing the migration lock's connection");
+        }
+    }
+}
+
+/// The file of a `sqlite:` URL, or `None` for an in-memory database.
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or(url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && !path.starts_with(":memory:")).then(|| path.into())
 }
 
 /// Begins a write transaction that takes SQLite's write lock at `BEGIN` (`IMMEDIATE`),
@@ -143,4 +219,20 @@ pub async fn begin_immediate(db: &DatabaseConnection) -> Result<DatabaseTransact
         ..TransactionOptions::default()
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_file;
+
+    #[test]
+    fn sqlite_urls_name_their_file() {
+        assert_eq!(
+            sqlite_file("sqlite://data/bulkq.db?mode=rwc"),
+            Some("data/bulkq.db".into())
+        );
+        assert_eq!(sqlite_file("sqlite:/tmp/x.db"), Some("/tmp/x.db".into()));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("postgres://localhost/x"), None);
+    }
 }

@@ -1,9 +1,12 @@
 //! What each subcommand does; `main` only parses the command line and dispatches here.
 
+use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use app::api::login_throttle::LoginThrottle;
 use app::api::ssr::{AppState, BulkSettings};
 use caseload::actions::ActionsConfig;
 use caseload::email::{MailTransport, Mailer};
@@ -68,6 +71,7 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
             system_id: options.system_id.clone(),
             workers: options.workers,
             prefetch: options.prefetch,
+            park_after_crashes: options.park_after_crashes,
             amqp,
             ..RuntimeConfig::default()
         },
@@ -77,18 +81,23 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     .await
     .context("starting the task queue")?;
     tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
+    let mut state = AppState::new(
+        db,
+        runtime.store().clone(),
+        BulkSettings {
+            exports_dir: options.exports_dir.clone(),
+            export_row_cap: options.export_row_cap,
+        },
+    );
+    state.login_throttle = Arc::new(LoginThrottle::new(options.concurrent_password_hashes));
     let router = web::router(
-        AppState::new(
-            db,
-            runtime.store().clone(),
-            BulkSettings {
-                exports_dir: options.exports_dir.clone(),
-                export_row_cap: options.export_row_cap,
-            },
-        ),
+        state,
         leptos_options,
         &web::WebOptions {
             secure_cookies: options.secure_cookies,
+            request_timeout: options.request_timeout,
+            streams_per_user: options.streams_per_user,
+            trust_forwarded_for: options.trust_forwarded_for,
         },
     );
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -97,10 +106,13 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     let address = listener.local_addr()?;
     tracing::info!(%address, system_id = %options.system_id, "serving");
     println!("bulkq is running at http://{address}");
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP");
+    let served = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .context("serving HTTP");
     // HTTP has stopped accepting; now stop claiming and let running tasks finish or hand
     // them back, whether HTTP ended cleanly or not.
     let report = runtime.shutdown(options.shutdown_grace).await;

@@ -37,7 +37,7 @@ pub struct GlobalOptions {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the web dashboard, the JSON API and the queue workers (the default).
-    Serve(ServeOptions),
+    Serve(Box<ServeOptions>),
     /// Apply pending database migrations and exit.
     Migrate,
     /// Add generated demo people to the caseload.
@@ -117,6 +117,31 @@ pub struct ServeOptions {
     /// (no TLS).
     #[arg(long, env = "BULKQ_AMQP_URL")]
     pub amqp_url: Option<String>,
+    /// After this many of its nodes died while running it (a crash, not an error), a task is
+    /// parked at FAILURE as the suspected cause instead of being handed to another node;
+    /// an admin can retry it.
+    #[arg(long, env = "BULKQ_PARK_AFTER_CRASHES", default_value_t = queue::runtime::PARK_AFTER_CRASHES_DEFAULT,
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub park_after_crashes: i32,
+    /// How long a request may take to produce its response before it is answered 503 (a
+    /// live update stream's body may go on).
+    #[arg(long, env = "BULKQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
+    /// Live update streams (`/api/1/task-events`) one user may hold open on this node; one
+    /// more is answered 429.
+    #[arg(long, env = "BULKQ_STREAMS_PER_USER", default_value_t = crate::api::stream_limit::STREAMS_PER_USER_DEFAULT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000))]
+    pub streams_per_user: usize,
+    /// Password hashes (sign-ins) computed at once; more sign-ins wait their turn, and are
+    /// answered 503 after 10 s. Each takes about 19 MiB and a core for a moment.
+    #[arg(long, env = "BULKQ_CONCURRENT_PASSWORD_HASHES", default_value_t = app::api::login_throttle::CONCURRENT_HASHES_DEFAULT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub concurrent_password_hashes: usize,
+    /// Behind a reverse proxy: take each client's address (for the per-client sign-in
+    /// limit) from the last hop of `X-Forwarded-For`, which that proxy appends. Without a
+    /// proxy, leave it off: clients could then claim any address.
+    #[arg(long, env = "BULKQ_TRUST_FORWARDED_FOR")]
+    pub trust_forwarded_for: bool,
     /// People per batch (and per checkpoint) of a bulk action.
     #[arg(long, env = "BULKQ_BATCH_SIZE", default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -207,6 +232,11 @@ mod tests {
         assert_eq!(serve.smtp_relay, None);
         assert_eq!(serve.amqp_url, None);
         assert_eq!(serve.batch_size, 5_000);
+        assert_eq!(serve.park_after_crashes, 2);
+        assert_eq!(serve.request_timeout, Duration::from_secs(30));
+        assert_eq!(serve.streams_per_user, 6);
+        assert_eq!(serve.concurrent_password_hashes, 2);
+        assert!(!serve.trust_forwarded_for);
     }
 
     #[test]

@@ -8,16 +8,21 @@
 //! - [`commands`]: what each subcommand does.
 //! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site checks; [`session_store`]: sessions in
 //!   the database; [`site`]: finding the built site.
+//! - The router's guards: [`security_headers`] on every answer, [`failsafe`] for panics and
+//!   slow requests, [`client_address`] for the sign-in limits.
 //! - [`demo`]: the demo users and caseload.
 //! - [`metrics`]: `/metrics` in the Prometheus format.
 
 pub mod api;
 pub mod auth_gate;
+pub mod client_address;
 pub mod commands;
 pub mod config;
 pub mod csrf;
 pub mod demo;
+pub mod failsafe;
 pub mod metrics;
+pub mod security_headers;
 pub mod session_store;
 pub mod site;
 pub mod web;

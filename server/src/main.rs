@@ -16,7 +16,7 @@ async fn main() -> anyhow::Result<()> {
         .command
         .unwrap_or_else(|| Command::Serve(Default::default()))
     {
-        Command::Serve(options) => commands::serve(&database_url, options).await,
+        Command::Serve(options) => commands::serve(&database_url, *options).await,
         Command::Migrate => commands::migrate(&database_url).await,
         Command::Seed(args) => commands::seed(&database_url, args).await,
         Command::CreateUser(args) => commands::create_user_command(&database_url, args).await,

@@ -2,27 +2,35 @@
 //! files, behind the session layer and the sign-in gate.
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use app::api::ssr::AppState;
 use app::{App, shell};
 use axum::Router;
 use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
 use axum::routing::get;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseConnection;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::api;
+use crate::api::stream_limit::{STREAMS_PER_USER_DEFAULT, StreamLimit};
+use crate::client_address::{TrustForwardedFor, record_client_address};
+use crate::failsafe::{self, RequestTimeout};
+use crate::security_headers::{Https, add_security_headers};
 use crate::session_store::DatabaseSessionStore;
 use crate::{auth_gate, csrf};
 
 /// The session cookie's name.
-const SESSION_COOKIE: &str = "bulkq_session";
+pub const SESSION_COOKIE: &str = "bulkq_session";
 /// A session ends after this long without a request.
 const SESSION_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
 
@@ -40,8 +48,29 @@ static PAGES: LazyLock<Vec<AxumRouteListing>> = LazyLock::new(|| generate_route_
 /// How the web layer is set up.
 #[derive(Debug, Clone)]
 pub struct WebOptions {
-    /// Mark the session cookie `Secure` (HTTPS only).
+    /// Mark the session cookie `Secure` (HTTPS only), and tell browsers to stay on HTTPS.
     pub secure_cookies: bool,
+    /// How long a request may take to produce its response.
+    pub request_timeout: Duration,
+    /// Live update streams one user may hold open on this node.
+    pub streams_per_user: usize,
+    /// Take the client's address from the last `X-Forwarded-For` hop (behind a proxy).
+    pub trust_forwarded_for: bool,
+}
+
+/// Default [`WebOptions::request_timeout`]: far beyond any page or submission (which take
+/// milliseconds), short enough that a stuck request frees its connection.
+pub const REQUEST_TIMEOUT_DEFAULT: Duration = Duration::from_secs(30);
+
+impl Default for WebOptions {
+    fn default() -> Self {
+        Self {
+            secure_cookies: false,
+            request_timeout: REQUEST_TIMEOUT_DEFAULT,
+            streams_per_user: STREAMS_PER_USER_DEFAULT,
+            trust_forwarded_for: false,
+        }
+    }
 }
 
 /// Builds the application's router.
@@ -55,13 +84,16 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         .with_same_site(SameSite::Lax)
         .with_secure(options.secure_cookies)
         .with_expiry(Expiry::OnInactivity(SESSION_IDLE_TIMEOUT));
-    let api = api::router(state.clone());
+    let api = api::router(api::ApiState {
+        app: state.clone(),
+        streams: StreamLimit::new(options.streams_per_user),
+    });
     let context = move || provide_context(state.clone());
     let render = {
         let leptos_options = leptos_options.clone();
         move || shell(leptos_options.clone())
     };
-    Router::new()
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(move || readyz(readiness.clone())))
         .route(
@@ -73,9 +105,43 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))
         .layer(sessions)
-        .layer(axum::middleware::from_fn(csrf::reject_cross_site_writes))
-        .layer(TraceLayer::new_for_http())
-        .with_state(leptos_options)
+        .layer(axum::middleware::from_fn(csrf::reject_cross_site_writes));
+    with_guards(routes, options).with_state(leptos_options)
+}
+
+/// `routes` inside the guards every request passes: its id and log span, the security
+/// headers, the panic and timeout answers ([`failsafe`]) and the client's address.
+pub fn with_guards<S: Clone + Send + Sync + 'static>(
+    routes: Router<S>,
+    options: &WebOptions,
+) -> Router<S> {
+    routes
+        .layer(from_fn_with_state(
+            TrustForwardedFor(options.trust_forwarded_for),
+            record_client_address,
+        ))
+        .layer(from_fn_with_state(
+            RequestTimeout(options.request_timeout),
+            failsafe::time_limit,
+        ))
+        .layer(CatchPanicLayer::custom(failsafe::panic_response))
+        .layer(from_fn_with_state(
+            Https(options.secure_cookies),
+            add_security_headers,
+        ))
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// Each request's log span, carrying the id that its response's `x-request-id` header shows.
+fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|id| id.to_str().ok())
+        .unwrap_or_default();
+    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
 }
 
 /// Liveness: the process is up and serving HTTP.

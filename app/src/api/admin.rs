@@ -163,11 +163,8 @@ mod ssr_impl {
     use queue::{Page, TaskFilter, TaskSelector, TaskStatus};
 
     use super::*;
-    use crate::api::ssr::{internal, require_user, state};
+    use crate::api::ssr::{self, action_name, internal, require_user, state};
     use crate::api::tasks::ssr_impl::task_row;
-
-    /// Longest reason accepted for an abandon.
-    const MAX_REASON_LEN: usize = 500;
 
     async fn require_admin() -> Result<StaffUser, AppError> {
         let user = require_user().await?;
@@ -178,12 +175,12 @@ mod ssr_impl {
         }
     }
 
-    fn problem_filter(action: &str) -> TaskFilter {
-        TaskFilter {
+    fn problem_filter(action: &str) -> Result<TaskFilter, AppError> {
+        Ok(TaskFilter {
             statuses: vec![TaskStatus::Failure, TaskStatus::Error],
-            component: Some(action.to_owned()).filter(|a| !a.is_empty()),
+            component: Some(action_name(action)?.to_owned()).filter(|a| !a.is_empty()),
             owner_id: None,
-        }
+        })
     }
 
     fn rfc3339(time: Option<chrono::DateTime<chrono::Utc>>) -> String {
@@ -216,7 +213,7 @@ mod ssr_impl {
                 totals[i] += count.count;
             }
         }
-        let filter = problem_filter(&action);
+        let filter = problem_filter(&action)?;
         let problems = store
             .task_list(
                 &filter,
@@ -317,7 +314,7 @@ mod ssr_impl {
     ) -> Result<RepairResult, AppError> {
         let admin = require_admin().await?;
         let selector = if all_matching {
-            TaskSelector::Filter(problem_filter(&action))
+            TaskSelector::Filter(problem_filter(&action)?)
         } else if ids.is_empty() || ids.len() > MAX_BULK_IDS {
             return Err(AppError::Invalid(format!(
                 "Select between 1 and {MAX_BULK_IDS} tasks, or all matching."
@@ -329,14 +326,8 @@ mod ssr_impl {
         let outcome = match abandon_reason {
             None => store.task_retry_many(&selector, &admin.username).await,
             Some(reason) => {
-                let reason = reason.trim();
-                if reason.is_empty() || reason.len() > MAX_REASON_LEN {
-                    return Err(AppError::Invalid(format!(
-                        "Give a reason of 1 to {MAX_REASON_LEN} characters."
-                    )));
-                }
                 store
-                    .task_abandon_many(&selector, reason, &admin.username)
+                    .task_abandon_many(&selector, ssr::abandon_reason(&reason)?, &admin.username)
                     .await
             }
         }
@@ -350,8 +341,8 @@ mod ssr_impl {
 
     pub async fn set_paused(action: String, paused: bool) -> Result<(), AppError> {
         let admin = require_admin().await?;
-        let action = action.trim();
-        if action.is_empty() || action.len() > 100 {
+        let action = action_name(&action)?;
+        if action.is_empty() {
             return Err(AppError::Invalid("Name the action to pause.".into()));
         }
         let store = state()?.store;

@@ -43,9 +43,13 @@ pub async fn get_current_user() -> Result<Option<SignedInUser>, AppError> {
 
 #[cfg(feature = "ssr")]
 mod ssr_impl {
+    use caseload::text::{Lines, control_character_problem};
     use caseload::users::{Role, StaffUser};
 
+    use leptos::prelude::use_context;
+
     use super::SignedInUser;
+    use crate::api::login_throttle::ClientAddress;
     use crate::api::ssr::{SESSION_USER_ID, db, internal, session, state};
     use crate::error::AppError;
 
@@ -61,10 +65,19 @@ mod ssr_impl {
         if username.len() > MAX_CREDENTIAL_LEN || password.len() > MAX_CREDENTIAL_LEN {
             return Err(AppError::BadCredentials);
         }
-        if !state()?.login_throttle.allow(&username) {
-            tracing::warn!(user = %username.trim(), "sign-in attempts throttled");
+        if let Some(problem) = control_character_problem(&username, Lines::One) {
+            return Err(AppError::Invalid(format!("Username: {problem}.")));
+        }
+        let state = state()?;
+        let client = client_address();
+        if !state.login_throttle.allow(&username, client) {
+            tracing::warn!(user = %username.trim(), client = ?client.0, "sign-in attempts throttled");
             return Err(AppError::TooManyAttempts);
         }
+        let Some(_turn) = state.login_throttle.hashing_turn().await else {
+            tracing::warn!("sign-in refused: every password-hashing slot stayed busy");
+            return Err(AppError::Busy);
+        };
         let user = caseload::users::authenticate(&db()?, &username, &password)
             .await?
             .ok_or(AppError::BadCredentials)?;
@@ -81,6 +94,14 @@ mod ssr_impl {
         tracing::info!(user = %user.username, "signed in");
         leptos_axum::redirect("/");
         Ok(())
+    }
+
+    /// The client's address as the server's middleware determined it (none in tests that
+    /// build requests by hand).
+    fn client_address() -> ClientAddress {
+        use_context::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientAddress>().copied())
+            .unwrap_or(ClientAddress(None))
     }
 
     pub async fn end_session() -> Result<(), AppError> {

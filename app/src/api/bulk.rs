@@ -26,6 +26,7 @@ pub enum BulkTarget {
 
 /// An action with what its form asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum BulkAction {
     /// A CSV with these columns (names from [`EXPORT_COLUMNS`]), in this order.
     Export {
@@ -160,12 +161,12 @@ mod ssr_impl {
                 check_id_count(ids.len())?;
                 TargetRequest {
                     ids: Some(ids),
-                    query: None,
+                    ..TargetRequest::default()
                 }
             }
             BulkTarget::AllMatching(query) => TargetRequest {
-                ids: None,
                 query: Some(person_filter(&query, user)?),
+                ..TargetRequest::default()
             },
         })
     }
@@ -178,22 +179,30 @@ mod ssr_impl {
             BulkAction::Export { columns } => ActionRequest::Export(ExportRequest {
                 target,
                 columns: Some(export_columns(columns)?),
-                row_cap: None,
+                ..ExportRequest::default()
             }),
             BulkAction::ChangeStatus { to_status, reason } => {
                 ActionRequest::ProgramStatusChange(StatusChangeRequest {
                     target,
                     to_status,
                     reason,
+                    ..StatusChangeRequest::default()
                 })
             }
-            BulkAction::Watch => ActionRequest::Watch(WatchRequest { target }),
-            BulkAction::Unwatch => ActionRequest::Unwatch(WatchRequest { target }),
+            BulkAction::Watch => ActionRequest::Watch(WatchRequest {
+                target,
+                ..WatchRequest::default()
+            }),
+            BulkAction::Unwatch => ActionRequest::Unwatch(WatchRequest {
+                target,
+                ..WatchRequest::default()
+            }),
             BulkAction::Email { subject, body, cc } => ActionRequest::Email(EmailRequest {
                 target,
                 subject,
                 body,
                 cc,
+                ..EmailRequest::default()
             }),
         })
     }

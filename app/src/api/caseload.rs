@@ -12,6 +12,7 @@ pub const PAGE_SIZE: u64 = 50;
 
 /// A caseload search as the page's URL carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CaseloadQuery {
     /// Name or school id words (prefix match); empty for everyone.
     pub q: String,

@@ -1,6 +1,7 @@
 //! Server-side helpers shared by every server function: the application state in context,
 //! the signed-in user, and turning domain errors into [`AppError`]s with the right status.
 
+use caseload::text::{Lines, control_character_problem};
 use caseload::users::StaffUser;
 use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
@@ -104,6 +105,37 @@ pub async fn respond<T>(body: impl Future<Output = Result<T, AppError>>) -> Resu
     }
     result
 }
+
+/// Longest reason accepted for abandoning tasks.
+const MAX_ABANDON_REASON_LEN: usize = 500;
+
+/// An admin's reason for abandoning tasks, trimmed, or why it is refused.
+pub fn abandon_reason(reason: &str) -> Result<&str, AppError> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().count() > MAX_ABANDON_REASON_LEN {
+        return Err(AppError::Invalid(format!(
+            "Give a reason of 1 to {MAX_ABANDON_REASON_LEN} characters."
+        )));
+    }
+    match control_character_problem(reason, Lines::Many) {
+        Some(problem) => Err(AppError::Invalid(format!("Reason: {problem}."))),
+        None => Ok(reason),
+    }
+}
+
+/// An action's name (a task component) from a request, trimmed; empty means every action.
+pub fn action_name(action: &str) -> Result<&str, AppError> {
+    let action = action.trim();
+    if action.chars().count() > MAX_ACTION_NAME_LEN
+        || control_character_problem(action, Lines::One).is_some()
+    {
+        return Err(AppError::Invalid("No action is called that.".into()));
+    }
+    Ok(action)
+}
+
+/// Longest action name accepted (the names are like `caseload.program_status_change`).
+const MAX_ACTION_NAME_LEN: usize = 100;
 
 /// Logs an internal failure in full and returns the generic error the user sees.
 pub fn internal(detail: impl std::fmt::Display) -> AppError {

@@ -9,6 +9,10 @@ use crate::error::AppError;
 /// Tasks per page of "My tasks".
 pub const TASKS_PAGE_SIZE: u64 = 25;
 
+/// The last page "My tasks" may ask for: ten million tasks in, more than anyone keeps (and
+/// within what the databases accept as an offset).
+pub const MAX_TASKS_PAGE: u64 = 400_000;
+
 /// One task in a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRow {
@@ -76,10 +80,13 @@ pub(crate) mod ssr_impl {
     use queue::{Page, Task, TaskFilter};
 
     use super::*;
-    use crate::api::ssr::{internal, require_user, state};
+    use crate::api::ssr::{abandon_reason, internal, require_user, state};
 
     pub async fn my_tasks(page: u64) -> Result<TaskPage, AppError> {
         let user = require_user().await?;
+        if page > MAX_TASKS_PAGE {
+            return Err(AppError::Invalid(format!("page: at most {MAX_TASKS_PAGE}")));
+        }
         let store = state()?.store;
         let filter = TaskFilter {
             owner_id: Some(user.id),
@@ -140,9 +147,6 @@ pub(crate) mod ssr_impl {
         Abandon(String),
     }
 
-    /// Longest reason accepted for an abandon.
-    const MAX_REASON_LEN: usize = 500;
-
     /// Applies a repair; `false` when the task's status does not allow it (already done, or
     /// someone else got there first), which is not an error: repairs are idempotent.
     pub async fn repair(id: Uuid, repair: Repair) -> Result<bool, AppError> {
@@ -157,13 +161,9 @@ pub(crate) mod ssr_impl {
         let changed = match repair {
             Repair::Retry => store.task_retry(id, &user.username).await,
             Repair::Abandon(reason) => {
-                let reason = reason.trim();
-                if reason.is_empty() || reason.len() > MAX_REASON_LEN {
-                    return Err(AppError::Invalid(format!(
-                        "Give a reason of 1 to {MAX_REASON_LEN} characters."
-                    )));
-                }
-                store.task_abandon(id, reason, &user.username).await
+                store
+                    .task_abandon(id, abandon_reason(&reason)?, &user.username)
+                    .await
             }
         }
         .map_err(internal)?;

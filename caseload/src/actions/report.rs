@@ -17,6 +17,7 @@ pub const SAMPLE_SIZE: usize = 20;
 /// - email only: `without_address` (skipped), `deferred` (waiting for another try),
 ///   `failed` (bounced, or interrupted mid-send and deliberately not repeated).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct ActionReport {
     pub changed: u64,

@@ -45,40 +45,66 @@ fn describe(errors: &FieldErrors) -> String {
         .join("; ")
 }
 
-/// Who a request targets: `ids` or `query`, or neither where the action allows it.
+/// Who a request targets: exactly one of `ids`, `query` or `"all": true`.
+///
+/// Nothing is implied: a request that names no target, or misspells it, is refused rather
+/// than read as "everyone".
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TargetRequest {
     #[serde(default)]
     pub ids: Option<Vec<Uuid>>,
     #[serde(default)]
     pub query: Option<PersonFilter>,
+    /// `true`: everyone the action may reach (see each action's request).
+    #[serde(default)]
+    pub all: Option<bool>,
 }
 
 impl TargetRequest {
-    /// The target to store; `default` stands in when neither ids nor a query is given (for
-    /// actions where "nobody named" has a meaning), else that is an error.
-    fn resolve(self, default: Option<Target>, errors: &mut FieldErrors) -> Option<Target> {
-        match (self.ids, self.query) {
-            (Some(_), Some(_)) => {
-                errors.push(field("ids", "give either ids or a query, not both"));
+    /// The target to store; `everyone` is what `"all": true` means for the action.
+    fn resolve(self, everyone: Target, errors: &mut FieldErrors) -> Option<Target> {
+        match (self.ids, self.query, self.all == Some(true)) {
+            (Some(ids), None, false) => resolve_ids(ids, errors),
+            (None, Some(filter), false) => {
+                let problems = filter.problems();
+                errors.extend(
+                    problems
+                        .iter()
+                        .map(|(name, message)| field("query", format!("{name}: {message}"))),
+                );
+                problems.is_empty().then_some(Target::Query(filter))
+            }
+            (None, None, true) => Some(everyone),
+            (None, None, false) => {
+                errors.push(field(
+                    "ids",
+                    "choose people: give ids, a query, or \"all\": true",
+                ));
                 None
             }
-            (Some(ids), None) => resolve_ids(ids, errors),
-            (None, Some(filter)) => match filter.validate() {
-                Ok(()) => Some(Target::Query(filter)),
-                Err(error) => {
-                    errors.push(field("query", error.to_string()));
-                    None
-                }
-            },
-            (None, None) => {
-                if default.is_none() {
-                    errors.push(field("ids", "choose people: give ids or a query"));
-                }
-                default
+            _ => {
+                errors.push(field(
+                    "ids",
+                    "give one of ids, query or \"all\": true, not several",
+                ));
+                None
             }
         }
     }
+}
+
+/// The fields of a JSON request that its type does not define, collected instead of ignored
+/// so that a misspelt field (`"idz"`) is refused with its name rather than silently dropped.
+pub type UnknownFields = std::collections::BTreeMap<String, serde_json::Value>;
+
+/// A field error for each unknown field.
+fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
+    errors.extend(
+        unknown
+            .keys()
+            .map(|name| field(name, "unknown field; check its spelling")),
+    );
 }
 
 /// Drops repeated ids (keeping the first) so a person is acted on once.
@@ -107,8 +133,9 @@ fn field(name: &str, message: impl Into<String>) -> (String, String) {
     (name.to_owned(), message.into())
 }
 
-/// `POST /api/1/caseload/exports`. With no target, exports everyone the user may reach.
+/// `POST /api/1/caseload/exports`. `"all": true` exports everyone the user may reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExportRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
@@ -118,27 +145,39 @@ pub struct ExportRequest {
     /// Stop after this many rows; the server's cap when absent (and never above it).
     #[serde(default)]
     pub row_cap: Option<u64>,
+    #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub unknown: UnknownFields,
 }
 
 /// `POST /api/1/caseload/program-status-changes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusChangeRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
     pub to_status: String,
     pub reason: String,
+    #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub unknown: UnknownFields,
 }
 
-/// `POST /api/1/caseload/watches` and `.../unwatches`. An unwatch with no target clears
-/// the user's whole watch list.
+/// `POST /api/1/caseload/watches` and `.../unwatches`. `"all": true` watches everyone the
+/// user may reach; for an unwatch it clears the user's whole watch list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WatchRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
+    #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub unknown: UnknownFields,
 }
 
 /// `POST /api/1/caseload/emails`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EmailRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
@@ -146,6 +185,9 @@ pub struct EmailRequest {
     pub body: String,
     #[serde(default)]
     pub cc: Vec<String>,
+    #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub unknown: UnknownFields,
 }
 
 /// What a `caseload.export` task does.
@@ -195,8 +237,8 @@ pub fn export_task(
     max_row_cap: u64,
 ) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
-    let everyone = Target::Query(PersonFilter::default());
-    let target = request.target.resolve(Some(everyone), &mut errors);
+    unknown_field_errors(&request.unknown, &mut errors);
+    let target = request.target.resolve(everyone(), &mut errors);
     let options = ExportOptions {
         columns: request.columns.unwrap_or_else(|| ALL_COLUMNS.to_vec()),
         row_cap: request.row_cap.unwrap_or(max_row_cap.min(DEFAULT_ROW_CAP)),
@@ -228,24 +270,25 @@ pub async fn status_change_task<C: ConnectionTrait>(
     request: StatusChangeRequest,
 ) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
-    let target = request.target.resolve(None, &mut errors);
+    unknown_field_errors(&request.unknown, &mut errors);
+    let target = request.target.resolve(everyone(), &mut errors);
     let change = StatusChange {
         to_status: request.to_status,
         reason: request.reason,
     };
-    errors.extend(
-        change
-            .problems()
-            .into_iter()
-            .map(|(name, m)| field(name, m)),
-    );
-    match require_status(db, &change.to_status).await {
-        Ok(()) => {}
-        Err(CaseloadError::UnknownStatus(code)) => errors.push(field(
-            "to_status",
-            format!("no program status is called {code:?}"),
-        )),
-        Err(other) => return Err(other.into()),
+    let problems = change.problems();
+    // Only a well-formed code is looked up (a NUL, say, is an error on PostgreSQL).
+    let to_status_ok = problems.iter().all(|(name, _)| *name != "to_status");
+    errors.extend(problems.into_iter().map(|(name, m)| field(name, m)));
+    if to_status_ok {
+        match require_status(db, &change.to_status).await {
+            Ok(()) => {}
+            Err(CaseloadError::UnknownStatus(code)) => errors.push(field(
+                "to_status",
+                format!("no program status is called {code:?}"),
+            )),
+            Err(other) => return Err(other.into()),
+        }
     }
     let spec = StatusChangeSpec {
         target: checked(target, errors)?,
@@ -257,21 +300,23 @@ pub async fn status_change_task<C: ConnectionTrait>(
 /// Validates a watch request.
 pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
-    let target = request.target.resolve(None, &mut errors);
+    unknown_field_errors(&request.unknown, &mut errors);
+    let target = request.target.resolve(everyone(), &mut errors);
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
     new_task(WATCH, &spec.target, &spec, user)
 }
 
-/// Validates an unwatch request; no target means everyone the user watches.
+/// Validates an unwatch request; `"all": true` means everyone the user watches.
 pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
+    unknown_field_errors(&request.unknown, &mut errors);
     let my_watch_list = Target::Query(PersonFilter {
         watched_by: Some(user.id),
         ..PersonFilter::default()
     });
-    let target = request.target.resolve(Some(my_watch_list), &mut errors);
+    let target = request.target.resolve(my_watch_list, &mut errors);
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
@@ -281,7 +326,8 @@ pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, 
 /// Validates an email request.
 pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
-    let target = request.target.resolve(None, &mut errors);
+    unknown_field_errors(&request.unknown, &mut errors);
+    let target = request.target.resolve(everyone(), &mut errors);
     let content = EmailContent {
         subject: request.subject,
         body: request.body,
@@ -298,6 +344,12 @@ pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, Su
         content,
     };
     new_task(EMAIL, &spec.target, &spec, user)
+}
+
+/// What `"all": true` means for most actions: everyone in the run_as user's scope when the
+/// task runs.
+fn everyone() -> Target {
+    Target::Query(PersonFilter::default())
 }
 
 /// The target if every field was valid, else all the field errors.

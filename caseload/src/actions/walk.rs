@@ -235,7 +235,8 @@ fn to_i64(n: u64) -> i64 {
 /// task at once; database and file trouble may pass, so it is retried.
 pub(crate) fn task_error(error: CaseloadError) -> TaskError {
     match error {
-        CaseloadError::Db(_) | CaseloadError::Io(_) => TaskError::transient(error),
+        CaseloadError::Db(error) => TaskError::from(error),
+        CaseloadError::Io(_) => TaskError::transient(error),
         CaseloadError::Invalid(_)
         | CaseloadError::UsernameTaken(_)
         | CaseloadError::PasswordHash(_)

@@ -36,7 +36,7 @@ use tokio_util::task::TaskTracker;
 
 pub use heartbeat::HEARTBEAT_INTERVAL_DEFAULT;
 pub use pruner::{PRUNE_INTERVAL_DEFAULT, RETENTION_DEFAULT};
-pub use rescuer::{NODE_TIMEOUT_DEFAULT, RESCUE_INTERVAL_DEFAULT};
+pub use rescuer::{NODE_TIMEOUT_DEFAULT, PARK_AFTER_CRASHES_DEFAULT, RESCUE_INTERVAL_DEFAULT};
 
 use crate::error::QueueError;
 use crate::executor::Registry;
@@ -97,6 +97,10 @@ pub struct RuntimeConfig {
     pub node_timeout: Duration,
     /// Default [`RESCUE_INTERVAL_DEFAULT`] (15 s).
     pub rescue_interval: Duration,
+    /// After this many of its nodes died while running it, a task is parked at FAILURE as
+    /// the suspected cause instead of being rescued again (see `Store::task_rescue_many`).
+    /// Default [`PARK_AFTER_CRASHES_DEFAULT`] (2).
+    pub park_after_crashes: i32,
     /// Default [`PRUNE_INTERVAL_DEFAULT`] (10 min).
     pub prune_interval: Duration,
     /// Finished tasks older than this are deleted. Default [`RETENTION_DEFAULT`] (7 days).
@@ -124,6 +128,7 @@ impl Default for RuntimeConfig {
             heartbeat_interval: HEARTBEAT_INTERVAL_DEFAULT,
             node_timeout: NODE_TIMEOUT_DEFAULT,
             rescue_interval: RESCUE_INTERVAL_DEFAULT,
+            park_after_crashes: PARK_AFTER_CRASHES_DEFAULT,
             prune_interval: PRUNE_INTERVAL_DEFAULT,
             retention: RETENTION_DEFAULT,
             cancel_grace: CANCEL_GRACE_DEFAULT,
@@ -199,6 +204,7 @@ impl Runtime {
             store: store.clone(),
             node: node.clone(),
             node_timeout: config.node_timeout,
+            park_after_crashes: config.park_after_crashes.max(1),
         };
         let rescued = rescuer.run_once().await?;
         let heartbeat = Arc::new(heartbeat);

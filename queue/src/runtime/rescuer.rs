@@ -15,6 +15,9 @@ use crate::store::{NodeIdentity, RescueOutcome, Store};
 pub const NODE_TIMEOUT_DEFAULT: Duration = Duration::from_secs(30);
 /// Default [`crate::RuntimeConfig::rescue_interval`].
 pub const RESCUE_INTERVAL_DEFAULT: Duration = Duration::from_secs(15);
+/// Default [`crate::RuntimeConfig::park_after_crashes`]: one dead node can be bad luck (a
+/// machine lost, a deployment), a second one running the same task is a pattern.
+pub const PARK_AFTER_CRASHES_DEFAULT: i32 = 2;
 /// The rescuer's periodic job.
 pub(crate) const RESCUE_JOB: &str = "queue.rescue";
 
@@ -22,6 +25,7 @@ pub(crate) struct Rescuer {
     pub store: Store,
     pub node: NodeIdentity,
     pub node_timeout: Duration,
+    pub park_after_crashes: i32,
 }
 
 impl Rescuer {
@@ -31,7 +35,7 @@ impl Rescuer {
             .map_err(|error| QueueError::Invalid(error.to_string()))?;
         let outcome = self
             .store
-            .task_rescue_many(&self.node, now - timeout, now)
+            .task_rescue_many(&self.node, now - timeout, self.park_after_crashes, now)
             .await?;
         crate::metrics::rescued(outcome.retried.len(), outcome.failed.len());
         if !outcome.retried.is_empty() || !outcome.failed.is_empty() {

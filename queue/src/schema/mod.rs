@@ -14,6 +14,7 @@ pub mod m20261124_000060_task_counts;
 pub mod m20261124_000070_ready_table;
 pub mod m20261124_000080_hot_updates;
 pub mod m20261124_000090_steady_plans;
+pub mod m20261125_000100_crash_count;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -25,6 +26,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261124_000070_ready_table::Migration),
         Box::new(m20261124_000080_hot_updates::Migration),
         Box::new(m20261124_000090_steady_plans::Migration),
+        Box::new(m20261125_000100_crash_count::Migration),
     ]
 }
 

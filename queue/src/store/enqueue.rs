@@ -148,6 +148,7 @@ pub(super) fn new_row(task: NewTask, now: chrono::DateTime<chrono::Utc>) -> Task
         progress_done: 0,
         progress_total: task.progress_total,
         lease_version: 0,
+        crash_count: 0,
     }
 }
 

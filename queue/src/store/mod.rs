@@ -44,7 +44,7 @@ use crate::task::{QueueEvent, Task};
 
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
-pub use node::{NodeIdentity, RescueOutcome};
+pub use node::{NodeIdentity, RescueOutcome, parked_message};
 
 /// How many events a slow subscriber may fall behind before it starts missing some (it is
 /// told so by `RecvError::Lagged` and can re-read the state from the store).

@@ -61,8 +61,16 @@ fn host_name() -> String {
 pub struct RescueOutcome {
     /// Put back to QUEUED (their attempt spent).
     pub retried: Vec<Uuid>,
-    /// Out of attempts: FAILURE.
+    /// Out of attempts, or parked as suspects (see [`Store::task_rescue_many`]): FAILURE.
     pub failed: Vec<Uuid>,
+}
+
+/// The message of a task parked because the nodes running it kept dying.
+pub fn parked_message(crashes: i32) -> String {
+    format!(
+        "parked: {crashes} nodes died while running it, so it may be what kills them; \
+         retry it once the cause is found"
+    )
 }
 
 impl Store {
@@ -115,13 +123,19 @@ impl Store {
         Ok(txn.commit().await?)
     }
 
-    /// Takes tasks away from dead node incarnations: back to
-    /// QUEUED with the attempt spent, or FAILURE when it was the last one. `node` is the
-    /// node doing the rescue; `cutoff` the oldest heartbeat that still counts as alive.
+    /// Takes tasks away from dead node incarnations: back to QUEUED with the attempt spent,
+    /// or FAILURE when it was the last one. `node` is the node doing the rescue; `cutoff`
+    /// the oldest heartbeat that still counts as alive.
+    ///
+    /// Each rescue counts a crash against the task, and a task whose nodes died
+    /// `park_after_crashes` times is a suspect: it may be what kills them (a stack overflow
+    /// or an abort takes the whole process down, and no retry policy sees it), so it is
+    /// parked at FAILURE with [`parked_message`] instead of being handed to the next node.
     pub async fn task_rescue_many(
         &self,
         node: &NodeIdentity,
         cutoff: DateTime<Utc>,
+        park_after_crashes: i32,
         now: DateTime<Utc>,
     ) -> Result<RescueOutcome, QueueError> {
         // Held by a node incarnation that is not alive: no heartbeat since the cutoff, or an
@@ -148,6 +162,9 @@ impl Store {
         let fail = Transition::Fail {
             error: format!("{reason}, and no attempts are left"),
         };
+        let park = Transition::Fail {
+            error: parked_message(park_after_crashes),
+        };
         // No index leads to the running tasks (none may name a status; see
         // `m20261124_000080_hot_updates`), so finding them reads the table: done as a read,
         // before any write transaction, so that on SQLite the pass does not hold the one
@@ -164,23 +181,23 @@ impl Store {
         if orphans.is_empty() {
             return Ok(RescueOutcome::default());
         }
-        let orphan = || id_in(self.backend, Column::Id, orphans.iter().copied());
+        let crashed = Expr::col(Column::CrashCount).add(1);
+        let rescue = |transition: &Transition| {
+            guarded(
+                set_transition(task::Entity::update_many(), transition, now, &node.node_id)
+                    .col_expr(Column::CrashCount, crashed.clone()),
+                transition,
+            )
+            .filter(id_in(self.backend, Column::Id, orphans.iter().copied()))
+            .filter(dead())
+        };
         let txn = self.begin_write().await?;
-        let failed = guarded(
-            set_transition(task::Entity::update_many(), &fail, now, &node.node_id),
-            &fail,
-        )
-        .filter(orphan())
-        .filter(dead())
-        .filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)));
-        let failed = self.update_tasks(&*txn, failed).await?;
-        let retried = guarded(
-            set_transition(task::Entity::update_many(), &retry, now, &node.node_id),
-            &retry,
-        )
-        .filter(orphan())
-        .filter(dead());
-        let retried = self.update_tasks(&*txn, retried).await?;
+        let parked = rescue(&park).filter(crashed.clone().gte(park_after_crashes));
+        let mut failed = self.update_tasks(&*txn, parked).await?;
+        let out_of_attempts =
+            rescue(&fail).filter(Expr::col(Column::Attempt).gte(Expr::col(Column::MaxAttempts)));
+        failed.extend(self.update_tasks(&*txn, out_of_attempts).await?);
+        let retried = self.update_tasks(&*txn, rescue(&retry)).await?;
         let changed: Vec<_> = failed.iter().chain(&retried).cloned().collect();
         if changed.is_empty() {
             return Ok(RescueOutcome::default());

@@ -77,6 +77,14 @@ impl Store {
         filter: &TaskFilter,
         page: Page,
     ) -> Result<Vec<Task>, QueueError> {
+        // The databases take offsets and limits as signed 64-bit numbers; a larger one would
+        // fail to bind (and sqlx panics converting it).
+        if i64::try_from(page.offset).is_err() || i64::try_from(page.limit).is_err() {
+            return Err(QueueError::Invalid(format!(
+                "page out of range: offset {}, limit {}",
+                page.offset, page.limit
+            )));
+        }
         Ok(task::Entity::find()
             .filter(filter_condition(filter))
             .order_by_desc(task::Column::CreatedDate)

@@ -66,6 +66,7 @@ pub(crate) fn set_transition(
         Transition::Requeue => update
             .col_expr(Column::RunAt, Expr::value(now))
             .col_expr(Column::Attempt, Expr::value(0))
+            .col_expr(Column::CrashCount, Expr::value(0))
             .col_expr(
                 Column::WorkflowStoppedDate,
                 Expr::value(Option::<DateTime<Utc>>::None),

@@ -64,37 +64,31 @@ pub async fn postgres_admin_url() -> Option<String> {
 impl TestDatabase {
     /// Creates and migrates a fresh database; `None` only for an unreachable PostgreSQL.
     pub async fn create<M: MigratorTrait>(backend: Backend) -> Option<Self> {
-        let (url, cleanup) = match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("create a temporary directory");
-                let url = format!("sqlite://{}/test.db?mode=rwc", dir.path().display());
-                (url, Cleanup::Sqlite(dir))
-            }
-            Backend::Postgres => {
-                let admin_url = postgres_admin_url().await?;
-                let name = format!("bulkq_test_{}", Uuid::new_v4().simple());
-                let admin = connect(&admin_url, 1).await.expect("connect to PostgreSQL");
-                admin
-                    .execute_unprepared(&format!("CREATE DATABASE {name}"))
-                    .await
-                    .expect("create the test database");
-                let _ = admin.close().await;
-                let url = replace_database_name(&admin_url, &name);
-                (url, Cleanup::Postgres { admin_url, name })
-            }
-        };
+        let (url, cleanup) = new_database(backend).await?;
+        // Before the pool opens: see `database::migrate`.
         crate::database::migrate::<M>(&url)
             .await
             .expect("apply migrations");
+        Some(Self::open(url, backend, cleanup).await)
+    }
+
+    /// Creates a fresh, empty database (no tables at all): for tests of migrating itself.
+    /// `None` only for an unreachable PostgreSQL.
+    pub async fn create_unmigrated(backend: Backend) -> Option<Self> {
+        let (url, cleanup) = new_database(backend).await?;
+        Some(Self::open(url, backend, cleanup).await)
+    }
+
+    async fn open(url: String, backend: Backend, cleanup: Cleanup) -> Self {
         let conn = connect(&url, crate::database::DEFAULT_MAX_CONNECTIONS)
             .await
             .expect("connect to the test database");
-        Some(Self {
+        Self {
             conn,
             url,
             backend,
             cleanup,
-        })
+        }
     }
 
     /// Runs one SQL statement that returns a single integer (a count, say) and returns it.
@@ -127,6 +121,29 @@ impl Drop for TestDatabase {
             });
         }
     }
+}
+
+/// A new database's URL, and how to remove it.
+async fn new_database(backend: Backend) -> Option<(String, Cleanup)> {
+    Some(match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("create a temporary directory");
+            let url = format!("sqlite://{}/test.db?mode=rwc", dir.path().display());
+            (url, Cleanup::Sqlite(dir))
+        }
+        Backend::Postgres => {
+            let admin_url = postgres_admin_url().await?;
+            let name = format!("bulkq_test_{}", Uuid::new_v4().simple());
+            let admin = connect(&admin_url, 1).await.expect("connect to PostgreSQL");
+            admin
+                .execute_unprepared(&format!("CREATE DATABASE {name}"))
+                .await
+                .expect("create the test database");
+            let _ = admin.close().await;
+            let url = replace_database_name(&admin_url, &name);
+            (url, Cleanup::Postgres { admin_url, name })
+        }
+    })
 }
 
 /// `postgres://user@host:port/old?opts` with the database name replaced by `name`.

@@ -12,6 +12,7 @@ use super::{PATIENCE, new_task, setup};
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
     a_killed_node_resumes_after_the_last_checkpoint,
+    a_task_whose_nodes_keep_dying_is_parked,
     shutdown_hands_running_tasks_back,
 );
 
@@ -27,37 +28,10 @@ impl Drop for KillOnDrop {
 
 async fn a_killed_node_resumes_after_the_last_checkpoint(db: TestDatabase) {
     let mut bundle = setup(db);
-    testing::create_effect_table(&bundle.db.conn).await;
-    let task = bundle
-        .enqueue(queue::NewTask {
-            spec: json!({ "items": 10_000, "batch": 500 }),
-            ..new_task("test.items")
-        })
-        .await;
+    let task = enqueue_items(&bundle).await;
 
     let system_id = "crash-host";
-    let child = Command::new(env!("CARGO_BIN_EXE_queue-crash-child"))
-        .args([bundle.db.url.as_str(), system_id])
-        .spawn()
-        .expect("start the child node");
-    let mut child = KillOnDrop(child);
-    // The child is another process: its changes reach us only through the database.
-    let store = bundle.store.clone();
-    testing::wait_until(
-        &mut bundle.events,
-        PATIENCE,
-        "a few batches are done",
-        async || {
-            store
-                .task_get(task.id)
-                .await
-                .unwrap()
-                .is_some_and(|t| t.progress_done >= 2_000)
-        },
-    )
-    .await;
-    child.0.kill().expect("SIGKILL the child");
-    child.0.wait().expect("reap the child");
+    kill_node_after(&mut bundle, system_id, task.id, 2_000).await;
 
     let killed = bundle.task(task.id).await;
     assert_eq!(
@@ -84,6 +58,27 @@ async fn a_killed_node_resumes_after_the_last_checkpoint(db: TestDatabase) {
     );
 
     // The node restarts: the new incarnation rescues its predecessor's task at once.
+    let runtime = bundle.start(system_id, items_registry()).await;
+    assert_eq!(runtime.rescued_at_start().retried, vec![task.id]);
+    let done = bundle.wait_status(task.id, TaskStatus::Completed).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(done.attempt, 2);
+    assert_every_item_done_once(&bundle, &done).await;
+}
+
+/// A task of 10,000 items in batches of 500, and the table its effects go to.
+async fn enqueue_items(bundle: &super::Bundle) -> queue::Task {
+    testing::create_effect_table(&bundle.db.conn).await;
+    bundle
+        .enqueue(queue::NewTask {
+            spec: json!({ "items": 10_000, "batch": 500 }),
+            ..new_task("test.items")
+        })
+        .await
+}
+
+/// The executor of [`enqueue_items`]'s task for an in-process node, at full speed.
+fn items_registry() -> Registry {
     let mut registry = Registry::new();
     registry.register(
         "test.items",
@@ -91,12 +86,12 @@ async fn a_killed_node_resumes_after_the_last_checkpoint(db: TestDatabase) {
             pause: Duration::ZERO,
         },
     );
-    let runtime = bundle.start(system_id, registry).await;
-    assert_eq!(runtime.rescued_at_start().retried, vec![task.id]);
-    let done = bundle.wait_status(task.id, TaskStatus::Completed).await;
-    runtime.shutdown(Duration::from_secs(5)).await;
+    registry
+}
+
+/// The completed items task did each of its 10,000 items exactly once.
+async fn assert_every_item_done_once(bundle: &super::Bundle, done: &queue::Task) {
     assert_eq!(done.progress_done, 10_000);
-    assert_eq!(done.attempt, 2);
     assert_eq!(
         bundle.db.scalar("SELECT COUNT(*) FROM test_effect").await,
         10_000
@@ -110,6 +105,70 @@ async fn a_killed_node_resumes_after_the_last_checkpoint(db: TestDatabase) {
         "no item was done twice or skipped"
     );
     bundle.assert_kept_tables_match_rows().await;
+}
+
+/// Starts a child node of `system_id`, waits until the task has done `items` items on it,
+/// then kills it with SIGKILL. The child is another process: its changes reach the test only
+/// through the database.
+async fn kill_node_after(
+    bundle: &mut super::Bundle,
+    system_id: &str,
+    task_id: uuid::Uuid,
+    items: i64,
+) {
+    let child = Command::new(env!("CARGO_BIN_EXE_queue-crash-child"))
+        .args([bundle.db.url.as_str(), system_id])
+        .spawn()
+        .expect("start the child node");
+    let mut child = KillOnDrop(child);
+    let store = bundle.store.clone();
+    testing::wait_until(
+        &mut bundle.events,
+        PATIENCE,
+        &format!("{items} items are done"),
+        async || {
+            store
+                .task_get(task_id)
+                .await
+                .unwrap()
+                .is_some_and(|t| t.progress_done >= items)
+        },
+    )
+    .await;
+    child.0.kill().expect("SIGKILL the child");
+    child.0.wait().expect("reap the child");
+}
+
+/// A task during which its node died twice is the suspect: the rescue parks it at FAILURE
+/// instead of handing it to a third node, and an admin's retry gives it a fresh start.
+async fn a_task_whose_nodes_keep_dying_is_parked(db: TestDatabase) {
+    let mut bundle = setup(db);
+    let task = enqueue_items(&bundle).await;
+    let system_id = "poison-host";
+    kill_node_after(&mut bundle, system_id, task.id, 1_000).await;
+    // The next incarnation rescues the task (one crash) and runs it until it dies too.
+    kill_node_after(&mut bundle, system_id, task.id, 2_000).await;
+    assert_eq!(bundle.task(task.id).await.crash_count, 1);
+
+    let runtime = bundle.start(system_id, items_registry()).await;
+    assert_eq!(runtime.rescued_at_start().failed, vec![task.id]);
+    let parked = bundle.task(task.id).await;
+    assert_eq!(parked.workflow_status, TaskStatus::Failure);
+    assert_eq!(parked.crash_count, 2);
+    assert_eq!(
+        parked.workflow_status_desc.as_deref(),
+        Some(queue::parked_message(2).as_str())
+    );
+    assert!(
+        parked.attempt < parked.max_attempts,
+        "parked, not out of attempts"
+    );
+
+    assert!(bundle.store.task_retry(task.id, "admin").await.unwrap());
+    assert_eq!(bundle.task(task.id).await.crash_count, 0, "a fresh start");
+    let done = bundle.wait_status(task.id, TaskStatus::Completed).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+    assert_every_item_done_once(&bundle, &done).await;
 }
 
 /// Runs until its cancellation token fires.

@@ -47,7 +47,7 @@ async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
     bundle.store.node_heartbeat(&rescuer, 0, now).await.unwrap();
     let outcome = bundle
         .store
-        .task_rescue_many(&rescuer, now - TimeDelta::seconds(30), now)
+        .task_rescue_many(&rescuer, now - TimeDelta::seconds(30), 2, now)
         .await
         .unwrap();
     assert_eq!(outcome.retried, vec![task.id]);
@@ -104,7 +104,7 @@ async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
     let live_elsewhere = NodeIdentity::new("other-host", now);
     let outcome = bundle
         .store
-        .task_rescue_many(&live_elsewhere, now - TimeDelta::seconds(30), now)
+        .task_rescue_many(&live_elsewhere, now - TimeDelta::seconds(30), 2, now)
         .await
         .unwrap();
     assert_eq!(
@@ -117,7 +117,7 @@ async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
     bundle.store.node_heartbeat(&after, 0, now).await.unwrap();
     let outcome = bundle
         .store
-        .task_rescue_many(&after, now - TimeDelta::seconds(30), now)
+        .task_rescue_many(&after, now - TimeDelta::seconds(30), 2, now)
         .await
         .unwrap();
     assert_eq!(outcome.retried, vec![retryable.id]);

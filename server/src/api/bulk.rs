@@ -15,56 +15,48 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use uuid::Uuid;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::json::ApiJson;
 use super::tasks::TaskReference;
 use super::user::ApiUser;
 use app::api::ssr::AppState;
 
-/// `POST /api/1/caseload/exports`.
-pub async fn post_export(
-    State(state): State<AppState>,
-    user: ApiUser,
-    ApiJson(request): ApiJson<ExportRequest>,
-) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    accept(&state, &user, ActionRequest::Export(request)).await
+/// One bulk action's endpoint: `$name` handles `POST /api/1$path`, reading a `$request` and
+/// enqueueing it as `ActionRequest::$action`. Every action answers alike, so the handler and
+/// its OpenAPI description are written once, here.
+macro_rules! bulk_action_endpoint {
+    ($name:ident, $path:tt, $request:ident, $action:ident) => {
+        #[doc = concat!("`POST /api/1", $path, "`.")]
+        #[utoipa::path(post, path = $path, tag = "bulk actions", request_body = $request,
+            responses(
+                (status = 202, description = "The task was enqueued", body = TaskReference),
+                (status = 400, description = "The body is not JSON", body = ErrorBody),
+                (status = 401, description = "Not signed in", body = ErrorBody),
+                (status = 403, description = "A cross-site request from a browser (plain text)"),
+                (status = 413, description = "The body is over 2 MB", body = ErrorBody),
+                (status = 415, description = "The body is not declared as JSON", body = ErrorBody),
+                (status = 422, description = "Invalid fields, each named in `fields`", body = ErrorBody),
+            ))]
+        pub async fn $name(
+            State(state): State<AppState>,
+            user: ApiUser,
+            ApiJson(request): ApiJson<$request>,
+        ) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
+            accept(&state, &user, ActionRequest::$action(request)).await
+        }
+    };
 }
 
-/// `POST /api/1/caseload/program-status-changes`.
-pub async fn post_status_change(
-    State(state): State<AppState>,
-    user: ApiUser,
-    ApiJson(request): ApiJson<StatusChangeRequest>,
-) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    accept(&state, &user, ActionRequest::ProgramStatusChange(request)).await
-}
-
-/// `POST /api/1/caseload/watches`.
-pub async fn post_watch(
-    State(state): State<AppState>,
-    user: ApiUser,
-    ApiJson(request): ApiJson<WatchRequest>,
-) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    accept(&state, &user, ActionRequest::Watch(request)).await
-}
-
-/// `POST /api/1/caseload/unwatches`.
-pub async fn post_unwatch(
-    State(state): State<AppState>,
-    user: ApiUser,
-    ApiJson(request): ApiJson<WatchRequest>,
-) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    accept(&state, &user, ActionRequest::Unwatch(request)).await
-}
-
-/// `POST /api/1/caseload/emails`.
-pub async fn post_email(
-    State(state): State<AppState>,
-    user: ApiUser,
-    ApiJson(request): ApiJson<EmailRequest>,
-) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    accept(&state, &user, ActionRequest::Email(request)).await
-}
+bulk_action_endpoint!(post_export, "/caseload/exports", ExportRequest, Export);
+bulk_action_endpoint!(
+    post_status_change,
+    "/caseload/program-status-changes",
+    StatusChangeRequest,
+    ProgramStatusChange
+);
+bulk_action_endpoint!(post_watch, "/caseload/watches", WatchRequest, Watch);
+bulk_action_endpoint!(post_unwatch, "/caseload/unwatches", WatchRequest, Unwatch);
+bulk_action_endpoint!(post_email, "/caseload/emails", EmailRequest, Email);
 
 async fn accept(
     state: &AppState,
@@ -88,6 +80,17 @@ impl From<SubmitError> for ApiError {
 /// `GET /api/1/caseload/exports/{task_id}/file`: the CSV of a completed export, for the
 /// user who asked for it. Other staff get a 404 (the export's existence stays private);
 /// admins, who can see every task, get a 403: they repair tasks, not read their data.
+#[utoipa::path(get, path = "/caseload/exports/{id}/file", tag = "bulk actions",
+    params(("id" = String, Path, description = "The export task's id (a UUID)")),
+    responses(
+        (status = 200, description = "The CSV", content_type = "text/csv", body = String),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 403, description = "Someone else's export (admins)", body = ErrorBody),
+        (status = 404, description = "No such export, or not visible to the caller", body = ErrorBody),
+        (status = 409, description = "The export has not finished", body = ErrorBody),
+        (status = 410, description = "The file is gone", body = ErrorBody),
+    ))]
 pub async fn get_export_file(
     State(state): State<AppState>,
     user: ApiUser,

@@ -6,6 +6,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// A failed API request.
 #[derive(Debug)]
@@ -16,11 +17,14 @@ pub struct ApiError {
     fields: BTreeMap<String, String>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: &'a str,
+/// The body of every failed API request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, in words for the caller's developer.
+    pub error: String,
+    /// For a request with invalid fields: each field's problem, by field name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    fields: &'a BTreeMap<String, String>,
+    pub fields: BTreeMap<String, String>,
 }
 
 impl ApiError {
@@ -70,9 +74,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body {
-            error: &self.message,
-            fields: &self.fields,
+        let body = ErrorBody {
+            error: self.message,
+            fields: self.fields,
         };
         (self.status, Json(body)).into_response()
     }

@@ -1,47 +1,139 @@
 //! `GET /api/1/task-events`: server-sent events with every change to the caller's tasks (all
 //! tasks for admins), fed by the queue's event stream, which on PostgreSQL includes changes
 //! made on other nodes (LISTEN/NOTIFY). Dashboards update live without polling.
+//!
+//! A stream lives no longer than the sign-in it was opened under: every few seconds it
+//! checks that its session still exists and still names a user who exists, and ends when
+//! not (sign-out, expiry, the user removed). A user holds at most a few streams per node
+//! ([`StreamLimit`]); one more is answered 429.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
-use app::api::ssr::AppState;
+use app::api::ssr::{AppState, SESSION_USER_ID};
 use app::api::tasks::TaskUpdate;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
+use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::time::{Interval, MissedTickBehavior};
+use tower_sessions::session::Id;
+use tower_sessions::{Session, SessionStore};
 
+use super::error::{ApiError, ErrorBody};
+use super::stream_limit::{StreamLimit, StreamSlot};
 use super::user::ApiUser;
+use crate::session_store::DatabaseSessionStore;
 
-/// One stream per open page; it ends when the browser goes away (axum drops it).
+/// How often an open stream checks that its sign-in still stands.
+pub const SESSION_RECHECK: Duration = Duration::from_secs(2);
+
+/// One stream per open page; it ends when the browser goes away (axum drops it) or the
+/// sign-in ends.
+#[utoipa::path(get, path = "/task-events", tag = "tasks",
+    responses(
+        (status = 200, description = "Server-sent events: `task` (a change, as JSON) and \
+            `resync` (fetch afresh)", content_type = "text/event-stream", body = String),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 429, description = "Too many open streams for this user", body = ErrorBody),
+    ))]
 pub async fn task_events(
     State(state): State<AppState>,
+    State(limit): State<StreamLimit>,
     user: ApiUser,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let receiver = state.store.subscribe();
-    let stream =
-        futures_util::stream::unfold((receiver, user), |(mut receiver, user)| async move {
-            loop {
-                let event = match receiver.recv().await {
-                    Ok(event) if user.may_see(event.owner_id) => {
-                        match Event::default()
-                            .event("task")
-                            .json_data(TaskUpdate::from(&event))
-                        {
-                            Ok(sse) => sse,
-                            Err(error) => {
-                                tracing::error!(%error, "cannot encode a task update");
-                                continue;
-                            }
+    session: Session,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let session_id = session.id().ok_or_else(ApiError::unauthenticated)?;
+    let slot = limit.open(user.0.id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "At most {} live update streams per user; close another tab first.",
+                limit.per_user()
+            ),
+        )
+    })?;
+    let mut recheck = tokio::time::interval_at(
+        tokio::time::Instant::now() + SESSION_RECHECK,
+        SESSION_RECHECK,
+    );
+    recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let stream = Live {
+        receiver: state.store.subscribe(),
+        sessions: DatabaseSessionStore::new(state.db.clone()),
+        state,
+        user,
+        session_id,
+        recheck,
+        _slot: slot,
+    };
+    Ok(Sse::new(futures_util::stream::unfold(stream, Live::next)).keep_alive(KeepAlive::default()))
+}
+
+/// An open stream's state.
+struct Live {
+    receiver: Receiver<queue::QueueEvent>,
+    sessions: DatabaseSessionStore,
+    state: AppState,
+    user: ApiUser,
+    session_id: Id,
+    recheck: Interval,
+    /// Held while the stream is open.
+    _slot: StreamSlot,
+}
+
+impl Live {
+    /// The next event to send, or `None` to end the stream.
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
+        loop {
+            let received = tokio::select! {
+                received = self.receiver.recv() => received,
+                _ = self.recheck.tick() => {
+                    if !self.still_signed_in().await {
+                        return None;
+                    }
+                    continue;
+                }
+            };
+            let event = match received {
+                Ok(event) if self.user.may_see(event.owner_id) => {
+                    match Event::default()
+                        .event("task")
+                        .json_data(TaskUpdate::from(&event))
+                    {
+                        Ok(sse) => sse,
+                        Err(error) => {
+                            tracing::error!(%error, "cannot encode a task update");
+                            continue;
                         }
                     }
-                    Ok(_) => continue,
-                    // Fell behind a burst of changes: tell the page to fetch afresh.
-                    Err(RecvError::Lagged(_)) => Event::default().event("resync").data(""),
-                    Err(RecvError::Closed) => return None,
-                };
-                return Some((Ok(event), (receiver, user)));
-            }
-        });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+                }
+                Ok(_) => continue,
+                // Fell behind a burst of changes: tell the page to fetch afresh.
+                Err(RecvError::Lagged(_)) => Event::default().event("resync").data(""),
+                Err(RecvError::Closed) => return None,
+            };
+            return Some((Ok(event), self));
+        }
+    }
+
+    /// Whether the session still exists, still names this user, and the user still exists.
+    /// A failure to tell counts as no: the browser reconnects, and signs in if it must.
+    async fn still_signed_in(&self) -> bool {
+        let Ok(Some(record)) = self.sessions.load(&self.session_id).await else {
+            return false;
+        };
+        let same_user = record
+            .data
+            .get(SESSION_USER_ID)
+            .and_then(|id| serde_json::from_value::<uuid::Uuid>(id.clone()).ok())
+            == Some(self.user.0.id);
+        same_user
+            && matches!(
+                caseload::users::find_user(&self.state.db, self.user.0.id).await,
+                Ok(Some(_))
+            )
+    }
 }

@@ -1,5 +1,6 @@
 //! The versioned JSON API (`/api/1/...`) for programs and scripts: the bulk actions and the
-//! status of the tasks they create. It shares the dashboard's sign-in session.
+//! status of the tasks they create. It shares the dashboard's sign-in session. Its contract
+//! is served at `/api/1/openapi.json` ([`openapi`]).
 //!
 //! Every failure is a JSON body `{"error": "...", "fields": {...}}` with a 4xx status for
 //! the caller's mistakes (see [`error::ApiError`]); internal failures are logged and answered
@@ -9,16 +10,30 @@ pub mod bulk;
 pub mod error;
 pub mod events;
 pub mod json;
+pub mod openapi;
+pub mod stream_limit;
 pub mod tasks;
 pub mod user;
 
 use app::api::ssr::AppState;
 use axum::Router;
+use axum::extract::FromRef;
 use axum::routing::{get, post};
 
+use stream_limit::StreamLimit;
+
+/// What the API's handlers share.
+#[derive(Clone, FromRef)]
+pub struct ApiState {
+    pub app: AppState,
+    /// Live update streams open per user on this node.
+    pub streams: StreamLimit,
+}
+
 /// The `/api/1` routes, ready to nest in a router with any state.
-pub fn router<S: Clone + Send + Sync + 'static>(state: AppState) -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
     Router::new()
+        .route("/openapi.json", get(openapi::openapi_json))
         .route("/tasks", get(tasks::list_tasks))
         .route("/tasks/{id}", get(tasks::get_task))
         .route("/task-events", get(events::task_events))

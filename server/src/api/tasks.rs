@@ -10,19 +10,23 @@ use caseload::actions::{ActionReport, EXPORT, task_report};
 use chrono::{DateTime, Utc};
 use queue::{Page, Task, TaskFilter, TaskStatus};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::user::ApiUser;
 use app::api::ssr::AppState;
 
 /// The most tasks one list request returns.
 const MAX_LIST_LIMIT: u64 = 200;
+/// The furthest a list may start: more than any node keeps (finished tasks are pruned),
+/// and within what both databases accept as an offset.
+const MAX_LIST_OFFSET: u64 = 10_000_000;
 /// Tasks per list request when the client does not say.
 const DEFAULT_LIST_LIMIT: u64 = 50;
 
 /// The reply to a bulk-action submission: enough to follow the task, nothing more.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TaskReference {
     pub id: Uuid,
     pub created_date: DateTime<Utc>,
@@ -31,7 +35,7 @@ pub struct TaskReference {
     pub links: TaskLinks,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TaskLinks {
     /// Where to follow the task's status.
     #[serde(rename = "self")]
@@ -42,7 +46,7 @@ pub struct TaskLinks {
 }
 
 /// A task's status and progress.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
     pub id: Uuid,
     pub action: String,
@@ -108,6 +112,14 @@ fn links(task: &Task) -> TaskLinks {
 
 /// `GET /api/1/tasks/{id}`: the owner's or, for admins, anyone's task. Others get a 404, so
 /// task ids of other users cannot even be confirmed to exist.
+#[utoipa::path(get, path = "/tasks/{id}", tag = "tasks",
+    params(("id" = String, Path, description = "The task's id (a UUID)")),
+    responses(
+        (status = 200, description = "The task", body = TaskView),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 404, description = "No such task, or not yours", body = ErrorBody),
+    ))]
 pub async fn get_task(
     State(state): State<AppState>,
     user: ApiUser,
@@ -122,19 +134,24 @@ pub async fn get_task(
 }
 
 /// Query parameters of `GET /api/1/tasks`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only the caller's own tasks. Staff always get only their own; for admins this is the
     /// switch between their own and everyone's.
     mine: Option<String>,
+    /// Only tasks in this status.
     status: Option<TaskStatus>,
+    /// How many of the newest tasks to skip (at most 10,000,000).
     #[serde(default)]
     offset: u64,
+    /// Tasks per page, 1 to 200 (50 when absent).
     limit: Option<u64>,
 }
 
 /// A page of tasks, newest first.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TaskList {
     pub tasks: Vec<TaskView>,
     pub total: u64,
@@ -143,6 +160,13 @@ pub struct TaskList {
 }
 
 /// `GET /api/1/tasks?mine&status=…&offset=…&limit=…`.
+#[utoipa::path(get, path = "/tasks", tag = "tasks", params(ListQuery),
+    responses(
+        (status = 200, description = "A page of tasks, newest first", body = TaskList),
+        (status = 400, description = "Unreadable parameters", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 422, description = "A parameter out of range", body = ErrorBody),
+    ))]
 pub async fn list_tasks(
     State(state): State<AppState>,
     user: ApiUser,
@@ -154,6 +178,12 @@ pub async fn list_tasks(
         return Err(ApiError::invalid([(
             "limit".to_owned(),
             format!("must be between 1 and {MAX_LIST_LIMIT}"),
+        )]));
+    }
+    if query.offset > MAX_LIST_OFFSET {
+        return Err(ApiError::invalid([(
+            "offset".to_owned(),
+            format!("must be at most {MAX_LIST_OFFSET}"),
         )]));
     }
     let only_mine = query.mine.is_some() || !user.is_admin();

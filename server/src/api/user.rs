@@ -1,7 +1,7 @@
 //! The signed-in user of an API request, from the dashboard's session cookie.
 
 use app::api::ssr::SESSION_USER_ID;
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use caseload::users::{Role, StaffUser};
 use tower_sessions::Session;
@@ -24,13 +24,18 @@ impl ApiUser {
     }
 }
 
-impl FromRequestParts<AppState> for ApiUser {
+impl<S> FromRequestParts<S> for ApiUser
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let session = Session::from_request_parts(parts, state)
             .await
             .map_err(|(_, message)| ApiError::internal(message))?;
+        let state = AppState::from_ref(state);
         let user_id = session
             .get::<Uuid>(SESSION_USER_ID)
             .await

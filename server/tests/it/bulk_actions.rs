@@ -31,16 +31,16 @@ queue::backend_tests!(Migrator =>
 );
 
 /// The app with the bulk-action executors running on a real queue runtime.
-struct Bulk {
-    app: Router,
-    store: Store,
+pub(crate) struct Bulk {
+    pub(crate) app: Router,
+    pub(crate) store: Store,
     runtime: RuntimeHandle,
     exports: TempDir,
     smtp: SmtpServer,
 }
 
 impl Bulk {
-    async fn start(db: &TestDatabase) -> Self {
+    pub(crate) async fn start(db: &TestDatabase) -> Self {
         let store = Store::new(db.conn.clone());
         let exports = tempfile::tempdir().unwrap();
         let smtp = SmtpServer::start().await;
@@ -81,7 +81,7 @@ impl Bulk {
     }
 
     /// POSTs an action and returns the 202 body.
-    async fn submit(&self, path: &str, body: Value, cookie: &str) -> Value {
+    pub(crate) async fn submit(&self, path: &str, body: Value, cookie: &str) -> Value {
         let (response, text) =
             send(&self.app, post_json(path, &body.to_string(), Some(cookie))).await;
         assert_status(&response, &text, StatusCode::ACCEPTED);
@@ -90,7 +90,7 @@ impl Bulk {
 
     /// Waits until the task is COMPLETED, FAILURE, ERROR or ABANDONED and returns its view
     /// from `GET /api/1/tasks/{id}`.
-    async fn finished(&self, reference: &Value, cookie: &str) -> Value {
+    pub(crate) async fn finished(&self, reference: &Value, cookie: &str) -> Value {
         let id: Uuid = reference["id"].as_str().unwrap().parse().unwrap();
         let mut events = self.store.subscribe();
         wait_until(
@@ -109,7 +109,7 @@ impl Bulk {
         serde_json::from_str(&text).unwrap()
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.runtime.shutdown(Duration::from_secs(5)).await;
     }
 }
@@ -231,9 +231,9 @@ async fn watch_and_unwatch_are_idempotent(db: TestDatabase) {
         1
     );
     assert_eq!(count(&db, watches).await, 2);
-    // No target: the whole watch list is cleared.
+    // "all": the whole watch list is cleared.
     let reference = bulk
-        .submit("/api/1/caseload/unwatches", json!({}), &cookie)
+        .submit("/api/1/caseload/unwatches", json!({"all": true}), &cookie)
         .await;
     let task = bulk.finished(&reference, &cookie).await;
     assert_eq!(task["report"]["changed"], 2, "{task}");
@@ -300,7 +300,7 @@ async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {
         .await
         .unwrap();
     let reference = bulk
-        .submit("/api/1/caseload/exports", json!({}), &cookie)
+        .submit("/api/1/caseload/exports", json!({"all": true}), &cookie)
         .await;
     let pending = format!(
         "/api/1/caseload/exports/{}/file",
@@ -518,7 +518,7 @@ async fn hundred_thousand_people_change_status_and_export(db: TestDatabase) {
 
     let started = std::time::Instant::now();
     let reference = bulk
-        .submit("/api/1/caseload/exports", json!({}), &cookie)
+        .submit("/api/1/caseload/exports", json!({"all": true}), &cookie)
         .await;
     let task = bulk.finished(&reference, &cookie).await;
     eprintln!(

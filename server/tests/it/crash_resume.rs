@@ -49,6 +49,7 @@ async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
         target: everyone(),
         to_status: "INACTIVE".into(),
         reason: "crash test".into(),
+        ..StatusChangeRequest::default()
     });
     let task = submit(&store, &user, request, 1_000_000).await.unwrap();
 
@@ -112,6 +113,7 @@ async fn an_email_survives_killed_nodes(db: TestDatabase) {
         subject: "Crash test".into(),
         body: "Hello,\nthis message must arrive at most once.\n".into(),
         cc: vec![],
+        ..EmailRequest::default()
     });
     let task = submit(&store, &user, request, 1_000_000).await.unwrap();
 
@@ -201,8 +203,8 @@ async fn admin_with_people(db: &TestDatabase, people: i64) -> StaffUser {
 /// Everyone, as a saved query.
 fn everyone() -> TargetRequest {
     TargetRequest {
-        ids: None,
         query: Some(PersonFilter::default()),
+        ..TargetRequest::default()
     }
 }
 
@@ -259,7 +261,14 @@ async fn run_with_kills(
     extra_args: &[&str],
 ) -> Run {
     let batch_size = batch_size.to_string();
-    let extra_args = [&["--batch-size", batch_size.as_str()], extra_args].concat();
+    // The kills are the test's, not the task's doing: it must not be parked as their cause.
+    let kill_budget = (KILL_AT.len() + 1).to_string();
+    let extra_args = [
+        &["--batch-size", batch_size.as_str()],
+        &["--park-after-crashes", kill_budget.as_str()],
+        extra_args,
+    ]
+    .concat();
     let scratch = ScratchDir::new();
     let started = Instant::now();
     let mut done_at_last_kill = 0;

@@ -54,9 +54,7 @@ pub fn router(db: &TestDatabase, store: queue::Store, bulk: BulkSettings) -> Rou
     web::router(
         AppState::new(db.conn.clone(), store, bulk),
         options,
-        &web::WebOptions {
-            secure_cookies: false,
-        },
+        &web::WebOptions::default(),
     )
 }
 

@@ -7,6 +7,7 @@ mod caseload_search;
 mod cluster;
 mod crash_resume;
 mod helpers;
+mod hostile;
 mod metrics;
 mod nodes;
 mod queue_health;

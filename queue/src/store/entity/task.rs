@@ -47,6 +47,8 @@ pub struct Model {
     pub progress_total: Option<i64>,
     /// Bumped by every claim and every transition; guards every write of a worker.
     pub lease_version: i64,
+    /// How many times a node died while running it (rescues); an admin retry resets it.
+    pub crash_count: i32,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
