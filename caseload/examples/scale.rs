@@ -354,7 +354,7 @@ async fn run_action(
         ..TargetRequest::default()
     };
     let started = Instant::now();
-    let task = submit(&store, &user, request(target), DEFAULT_ROW_CAP)
+    let task = submit(&store, &user, request(target), DEFAULT_ROW_CAP, None)
         .await
         .map_err(|e| e.to_string())?;
     let finished = loop {

@@ -51,6 +51,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261124_000080_hot_updates::Migration),
             Box::new(queue::schema::m20261124_000090_steady_plans::Migration),
             Box::new(queue::schema::m20261125_000100_crash_count::Migration),
+            Box::new(queue::schema::m20261125_000110_unique_key_lookup::Migration),
         ]
     }
 }

@@ -85,12 +85,16 @@ pub async fn preview_bulk_target(target: BulkTarget) -> Result<u64, AppError> {
 
 /// Validates `action` over `target` and enqueues its task, owned by and run as the user.
 /// Invalid fields come back as one [`AppError::Invalid`] naming each of them (422).
+///
+/// `idempotency_key` names this submission: sent again with the same key (a retry, a double
+/// click), it answers with the task the first one made instead of making another.
 #[server(endpoint = "submit_bulk_action", input = Json)]
 pub async fn submit_bulk_action(
     target: BulkTarget,
     action: BulkAction,
+    #[server(default)] idempotency_key: Option<String>,
 ) -> Result<SubmittedTask, AppError> {
-    crate::api::ssr::respond(ssr_impl::submit(target, action)).await
+    crate::api::ssr::respond(ssr_impl::submit(target, action, idempotency_key)).await
 }
 
 #[cfg(feature = "ssr")]
@@ -98,6 +102,7 @@ mod ssr_impl {
     use std::collections::HashSet;
 
     use caseload::access::Actor;
+    use caseload::actions::idempotency::IdempotencyKey;
     use caseload::actions::spec::{
         EmailRequest, ExportRequest, FieldErrors, StatusChangeRequest, SubmitError, TargetRequest,
         WatchRequest,
@@ -131,13 +136,28 @@ mod ssr_impl {
         }
     }
 
-    pub async fn submit(target: BulkTarget, action: BulkAction) -> Result<SubmittedTask, AppError> {
+    pub async fn submit(
+        target: BulkTarget,
+        action: BulkAction,
+        idempotency_key: Option<String>,
+    ) -> Result<SubmittedTask, AppError> {
         let user = require_user().await?;
         let state = state()?;
+        let key = idempotency_key
+            .as_deref()
+            .map(IdempotencyKey::parse)
+            .transpose()
+            .map_err(|problem| AppError::Invalid(format!("Submission: {problem}.")))?;
         let request = action_request(target_request(target, &user)?, action)?;
-        let task = enqueue(&state.store, &user, request, state.bulk.export_row_cap)
-            .await
-            .map_err(submit_error)?;
+        let task = enqueue(
+            &state.store,
+            &user,
+            request,
+            state.bulk.export_row_cap,
+            key.as_ref(),
+        )
+        .await
+        .map_err(submit_error)?;
         tracing::info!(task = %task.id, action = %task.execution_component_name, user = %user.username, "bulk action submitted");
         Ok(SubmittedTask {
             id: task.id,
@@ -222,6 +242,9 @@ mod ssr_impl {
     fn submit_error(error: SubmitError) -> AppError {
         match error {
             SubmitError::Invalid(fields) => AppError::Invalid(describe_fields(&fields)),
+            SubmitError::KeyReused => AppError::Invalid(
+                "This submission was already sent with other details; send it again.".into(),
+            ),
             SubmitError::Caseload(error) => error.into(),
             SubmitError::Queue(error) => internal(error),
         }

@@ -11,6 +11,7 @@
 //! in the crate's top-level modules and know nothing of the queue.
 
 mod executors;
+pub mod idempotency;
 pub mod report;
 pub mod spec;
 pub mod submit;
@@ -49,7 +50,7 @@ pub const EMAIL: &str = "caseload.email";
 /// a million people, on copies of one seeded SQLite database run back to back, took 83.8
 /// and 78.9 s in batches of 5,000 against 109.7 and 116.1 s in batches of 1,000 (10,000:
 /// 59.2 s, but 156 MiB peak RSS against 90–111 MiB). PostgreSQL did not mind (75.2 and
-/// 61.8 s against 64.9 and 65.2 s; ARCHITECTURE.md has every run). The cost: a batch holds
+/// 61.8 s against 64.9 and 65.2 s; ADR 0015 has the evidence). The cost: a batch holds
 /// SQLite's write lock for about 0.4 s instead of 0.1 s, so other writers (claims, other
 /// tasks' batches) may wait that long during a large bulk action.
 pub const BATCH_SIZE_DEFAULT: u64 = 5_000;

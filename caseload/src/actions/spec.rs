@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, Utc};
 use queue::NewTask;
 use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,9 @@ pub enum SubmitError {
     /// The request's fields are wrong; nothing was enqueued.
     #[error("invalid request: {}", describe(.0))]
     Invalid(FieldErrors),
+    /// The idempotency key was sent before with another request; nothing was enqueued.
+    #[error("the idempotency key was already used for a different request")]
+    KeyReused,
     #[error(transparent)]
     Caseload(#[from] CaseloadError),
     #[error(transparent)]
@@ -107,6 +111,48 @@ fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
     );
 }
 
+/// When a task may run and how it ranks against other waiting work; part of every bulk
+/// request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ScheduleRequest {
+    /// Not before this time (RFC 3339; any offset, stored in UTC); at once when absent or
+    /// past. At most a year ahead.
+    #[serde(default)]
+    pub run_at: Option<DateTime<Utc>>,
+    /// Higher runs first among waiting tasks, from -100 to 100; 0 when absent.
+    #[serde(default)]
+    pub priority: Option<i32>,
+}
+
+/// The furthest ahead a task may be scheduled.
+pub const MAX_SCHEDULE_AHEAD_DAYS: i64 = 366;
+/// The largest priority either way.
+pub const MAX_PRIORITY: i32 = 100;
+
+impl ScheduleRequest {
+    /// The schedule, with a field error for each value out of range.
+    fn checked(self, errors: &mut FieldErrors) -> ScheduleRequest {
+        if let Some(run_at) = self.run_at
+            && run_at > Utc::now() + chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS)
+        {
+            errors.push(field(
+                "run_at",
+                format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead"),
+            ));
+        }
+        if let Some(priority) = self.priority
+            && priority.abs() > MAX_PRIORITY
+        {
+            errors.push(field(
+                "priority",
+                format!("from -{MAX_PRIORITY} to {MAX_PRIORITY}"),
+            ));
+        }
+        self
+    }
+}
+
 /// Drops repeated ids (keeping the first) so a person is acted on once.
 fn resolve_ids(ids: Vec<Uuid>, errors: &mut FieldErrors) -> Option<Target> {
     if ids.is_empty() {
@@ -139,6 +185,8 @@ fn field(name: &str, message: impl Into<String>) -> (String, String) {
 pub struct ExportRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
+    #[serde(flatten)]
+    pub schedule: ScheduleRequest,
     /// The columns in file order; all of them when absent.
     #[serde(default)]
     pub columns: Option<Vec<ExportColumn>>,
@@ -156,6 +204,8 @@ pub struct ExportRequest {
 pub struct StatusChangeRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
+    #[serde(flatten)]
+    pub schedule: ScheduleRequest,
     pub to_status: String,
     pub reason: String,
     #[serde(flatten, skip_serializing)]
@@ -170,6 +220,8 @@ pub struct StatusChangeRequest {
 pub struct WatchRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
+    #[serde(flatten)]
+    pub schedule: ScheduleRequest,
     #[serde(flatten, skip_serializing)]
     #[cfg_attr(feature = "openapi", schema(ignore))]
     pub unknown: UnknownFields,
@@ -181,6 +233,8 @@ pub struct WatchRequest {
 pub struct EmailRequest {
     #[serde(flatten)]
     pub target: TargetRequest,
+    #[serde(flatten)]
+    pub schedule: ScheduleRequest,
     pub subject: String,
     pub body: String,
     #[serde(default)]
@@ -238,6 +292,7 @@ pub fn export_task(
 ) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
+    let schedule = request.schedule.checked(&mut errors);
     let target = request.target.resolve(everyone(), &mut errors);
     let options = ExportOptions {
         columns: request.columns.unwrap_or_else(|| ALL_COLUMNS.to_vec()),
@@ -260,7 +315,7 @@ pub fn export_task(
         columns: options.columns,
         row_cap: options.row_cap,
     };
-    new_task(EXPORT, &spec.target, &spec, user)
+    new_task(EXPORT, &spec.target, &spec, user, schedule)
 }
 
 /// Validates a status change request (the status must exist: read through `db`).
@@ -271,6 +326,7 @@ pub async fn status_change_task<C: ConnectionTrait>(
 ) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
+    let schedule = request.schedule.checked(&mut errors);
     let target = request.target.resolve(everyone(), &mut errors);
     let change = StatusChange {
         to_status: request.to_status,
@@ -294,24 +350,26 @@ pub async fn status_change_task<C: ConnectionTrait>(
         target: checked(target, errors)?,
         change,
     };
-    new_task(PROGRAM_STATUS_CHANGE, &spec.target, &spec, user)
+    new_task(PROGRAM_STATUS_CHANGE, &spec.target, &spec, user, schedule)
 }
 
 /// Validates a watch request.
 pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
+    let schedule = request.schedule.checked(&mut errors);
     let target = request.target.resolve(everyone(), &mut errors);
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
-    new_task(WATCH, &spec.target, &spec, user)
+    new_task(WATCH, &spec.target, &spec, user, schedule)
 }
 
 /// Validates an unwatch request; `"all": true` means everyone the user watches.
 pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
+    let schedule = request.schedule.checked(&mut errors);
     let my_watch_list = Target::Query(PersonFilter {
         watched_by: Some(user.id),
         ..PersonFilter::default()
@@ -320,13 +378,14 @@ pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, 
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
-    new_task(UNWATCH, &spec.target, &spec, user)
+    new_task(UNWATCH, &spec.target, &spec, user, schedule)
 }
 
 /// Validates an email request.
 pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
+    let schedule = request.schedule.checked(&mut errors);
     let target = request.target.resolve(everyone(), &mut errors);
     let content = EmailContent {
         subject: request.subject,
@@ -343,7 +402,7 @@ pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, Su
         target: checked(target, errors)?,
         content,
     };
-    new_task(EMAIL, &spec.target, &spec, user)
+    new_task(EMAIL, &spec.target, &spec, user, schedule)
 }
 
 /// What `"all": true` means for most actions: everyone in the run_as user's scope when the
@@ -360,16 +419,23 @@ fn checked(target: Option<Target>, errors: FieldErrors) -> Result<Target, Submit
     }
 }
 
-/// A task owned by and run as `user`; a list target's size is the progress total up front.
+/// A task owned by and run as `user`, scheduled as asked; a list target's size is the
+/// progress total up front.
 fn new_task(
     component: &str,
     target: &Target,
     spec: &impl Serialize,
     user: &StaffUser,
+    schedule: ScheduleRequest,
 ) -> Result<NewTask, SubmitError> {
     let spec = serde_json::to_value(spec)
         .map_err(|e| SubmitError::Queue(queue::QueueError::Invalid(e.to_string())))?;
-    let task = NewTask::new(component, spec, user.id).with_created_by(user.username.clone());
+    let mut task = NewTask::new(component, spec, user.id)
+        .with_created_by(user.username.clone())
+        .with_priority(schedule.priority.unwrap_or(0));
+    if let Some(run_at) = schedule.run_at {
+        task = task.with_run_at(run_at);
+    }
     Ok(match target {
         Target::Ids(ids) => task.with_progress_total(ids.len() as i64),
         Target::Query(_) => task,

@@ -1,8 +1,10 @@
 //! Submitting a bulk action: validate the request and enqueue its task in one transaction,
 //! for the JSON API and the dashboard alike.
 
-use queue::{QueueError, Store, Task};
+use chrono::{DateTime, Utc};
+use queue::{NewTask, QueueError, Store, Task};
 
+use super::idempotency::IdempotencyKey;
 use super::spec::{
     EmailRequest, ExportRequest, StatusChangeRequest, SubmitError, WatchRequest, email_task,
     export_task, status_change_task, unwatch_task, watch_task,
@@ -22,11 +24,15 @@ pub enum ActionRequest {
 /// Validates `request` and enqueues its task, owned by and run as `user`; `max_row_cap` is
 /// the node's export limit. The task is committed (and the workers woken) when this
 /// returns, or nothing is.
+///
+/// With an idempotency `key`, a request the user sent before with that key returns the task
+/// it made instead of a new one (see [`super::idempotency`]).
 pub async fn submit(
     store: &Store,
     user: &StaffUser,
     request: ActionRequest,
     max_row_cap: u64,
+    key: Option<&IdempotencyKey>,
 ) -> Result<Task, SubmitError> {
     let mut txn = store.begin_queue().await?;
     let task = match request {
@@ -38,9 +44,29 @@ pub async fn submit(
         ActionRequest::Unwatch(request) => unwatch_task(user, request)?,
         ActionRequest::Email(request) => email_task(user, request)?,
     };
-    let row = txn.enqueue(task).await?;
+    let row = match key {
+        None => txn.enqueue(task).await?,
+        Some(key) => {
+            let task = task.with_unique_key(key.unique_key(user.id));
+            let row = txn.enqueue_once(task.clone()).await?;
+            if !made_by(&row, &task) {
+                return Err(SubmitError::KeyReused);
+            }
+            row
+        }
+    };
     txn.commit().await?;
     Ok(row)
+}
+
+/// Whether `row` is the task `task` would have made: the same action, spec and schedule (a
+/// time the request left out is the enqueue time, so any stored time matches it).
+fn made_by(row: &Task, task: &NewTask) -> bool {
+    let same_time = |asked: DateTime<Utc>| asked.timestamp_micros() == row.run_at.timestamp_micros();
+    row.execution_component_name == task.component
+        && row.execution_spec == task.spec
+        && row.priority == task.priority
+        && task.run_at.is_none_or(same_time)
 }
 
 impl From<QueueError> for SubmitError {

@@ -15,6 +15,7 @@ pub mod m20261124_000070_ready_table;
 pub mod m20261124_000080_hot_updates;
 pub mod m20261124_000090_steady_plans;
 pub mod m20261125_000100_crash_count;
+pub mod m20261125_000110_unique_key_lookup;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -27,6 +28,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261124_000080_hot_updates::Migration),
         Box::new(m20261124_000090_steady_plans::Migration),
         Box::new(m20261125_000100_crash_count::Migration),
+        Box::new(m20261125_000110_unique_key_lookup::Migration),
     ]
 }
 

@@ -13,7 +13,10 @@ use std::ops::Deref;
 use chrono::SubsecRound;
 
 use sea_orm::sea_query::{Alias, Expr, OnConflict};
-use sea_orm::{ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, TryInsertResult};
+use sea_orm::{
+    ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter, Statement,
+    TryInsertResult,
+};
 use uuid::Uuid;
 
 use super::entity::task::{self, ActiveModel};
@@ -208,6 +211,34 @@ impl QueueTransaction {
         let row = self.store.enqueue(&*self.txn, task).await?;
         self.enqueued.push(row.clone());
         Ok(row)
+    }
+
+    /// Enqueues `task` unless a task with its `unique_key` exists in any status, and returns
+    /// the task holding the key. [`QueueTransaction::enqueue`] sees a key only while its
+    /// task is active; this is for keys that mean "once" for as long as the task is kept (a
+    /// client's idempotency key, say). Calls with one key take turns: on PostgreSQL under a
+    /// transaction-scoped advisory lock on the key, on SQLite under the write lock this
+    /// transaction holds; so a concurrent call finds the first one's task even if that task
+    /// has already finished.
+    pub async fn enqueue_once(&mut self, task: NewTask) -> Result<Task, QueueError> {
+        let Some(key) = task.unique_key.clone() else {
+            return Err(QueueError::Invalid(
+                "enqueue_once needs a task with a unique key".to_owned(),
+            ));
+        };
+        if self.store.backend == DbBackend::Postgres {
+            self.txn
+                .execute_raw(Statement::from_sql_and_values(
+                    DbBackend::Postgres,
+                    "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                    [key.clone().into()],
+                ))
+                .await?;
+        }
+        match self.store.task_get_by_unique_key(&*self.txn, &key).await? {
+            Some(earlier) => Ok(earlier),
+            None => self.enqueue(task).await,
+        }
     }
 
     pub async fn enqueue_many(&mut self, tasks: Vec<NewTask>) -> Result<Vec<Task>, QueueError> {

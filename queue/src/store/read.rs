@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Condition, Expr};
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+};
 use uuid::Uuid;
 
 use super::announce::EventColumns;
@@ -57,6 +59,19 @@ fn status_in(column: &str, statuses: &[TaskStatus]) -> String {
 impl Store {
     pub async fn task_get(&self, id: Uuid) -> Result<Option<Task>, QueueError> {
         Ok(task::Entity::find_by_id(id).one(&self.db).await?)
+    }
+
+    /// The newest task enqueued with `unique_key`, whatever its status, read within `conn`.
+    pub(crate) async fn task_get_by_unique_key<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        unique_key: &str,
+    ) -> Result<Option<Task>, QueueError> {
+        Ok(task::Entity::find()
+            .filter(task::Column::UniqueKey.eq(unique_key))
+            .order_by_desc(task::Column::CreatedDate)
+            .one(conn)
+            .await?)
     }
 
     /// The events of the tasks `ids` names that still exist, as their rows are now.

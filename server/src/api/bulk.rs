@@ -3,9 +3,11 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use caseload::actions::idempotency::IdempotencyKey;
 use caseload::actions::spec::{
     EmailRequest, ExportRequest, StatusChangeRequest, SubmitError, WatchRequest,
 };
@@ -13,6 +15,7 @@ use caseload::actions::{ActionRequest, EXPORT, export_file, submit};
 use queue::TaskStatus;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
+use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
@@ -28,6 +31,7 @@ macro_rules! bulk_action_endpoint {
     ($name:ident, $path:tt, $request:ident, $action:ident) => {
         #[doc = concat!("`POST /api/1", $path, "`.")]
         #[utoipa::path(post, path = $path, tag = "bulk actions", request_body = $request,
+            params(IdempotencyHeader),
             responses(
                 (status = 202, description = "The task was enqueued", body = TaskReference),
                 (status = 400, description = "The body is not JSON", body = ErrorBody),
@@ -35,14 +39,16 @@ macro_rules! bulk_action_endpoint {
                 (status = 403, description = "A cross-site request from a browser (plain text)"),
                 (status = 413, description = "The body is over 2 MB", body = ErrorBody),
                 (status = 415, description = "The body is not declared as JSON", body = ErrorBody),
-                (status = 422, description = "Invalid fields, each named in `fields`", body = ErrorBody),
+                (status = 422, description = "Invalid fields, each named in `fields`; or an \
+                    `Idempotency-Key` sent before with another request", body = ErrorBody),
             ))]
         pub async fn $name(
             State(state): State<AppState>,
             user: ApiUser,
+            key: IdempotencyHeader,
             ApiJson(request): ApiJson<$request>,
         ) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-            accept(&state, &user, ActionRequest::$action(request)).await
+            accept(&state, &user, ActionRequest::$action(request), key).await
         }
     };
 }
@@ -62,15 +68,58 @@ async fn accept(
     state: &AppState,
     user: &ApiUser,
     request: ActionRequest,
+    key: IdempotencyHeader,
 ) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    let task = submit(&state.store, &user.0, request, state.bulk.export_row_cap).await?;
+    let task = submit(
+        &state.store,
+        &user.0,
+        request,
+        state.bulk.export_row_cap,
+        key.0.as_ref(),
+    )
+    .await?;
     Ok((StatusCode::ACCEPTED, Json(TaskReference::from(&task))))
 }
+
+/// The `Idempotency-Key` header of a bulk-action POST (see
+/// `caseload::actions::idempotency`): a repeated request with the key answers with the task
+/// the first one made.
+#[derive(Debug, IntoParams)]
+#[into_params(names("Idempotency-Key"), parameter_in = Header)]
+pub struct IdempotencyHeader(
+    /// Names this submission (a UUID, say; 1 to 200 visible ASCII characters). Sent again
+    /// with the same request, the reply names the same task; with another request, 422.
+    #[param(value_type = Option<String>)]
+    Option<IdempotencyKey>,
+);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get(IDEMPOTENCY_KEY) else {
+            return Ok(Self(None));
+        };
+        let key = value
+            .to_str()
+            .map_err(|error| error.to_string())
+            .and_then(IdempotencyKey::parse)
+            .map_err(|problem| ApiError::bad_request(format!("Idempotency-Key: {problem}.")))?;
+        Ok(Self(Some(key)))
+    }
+}
+
+/// The header's name.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 impl From<SubmitError> for ApiError {
     fn from(error: SubmitError) -> Self {
         match error {
             SubmitError::Invalid(fields) => ApiError::invalid(fields),
+            SubmitError::KeyReused => ApiError::invalid([(
+                "Idempotency-Key".to_owned(),
+                "already used for a different request; send a new key".to_owned(),
+            )]),
             SubmitError::Caseload(error) => error.into(),
             SubmitError::Queue(error) => error.into(),
         }

@@ -27,6 +27,7 @@ queue::backend_tests!(Migrator =>
     export_is_downloaded_by_its_owner_only,
     email_goes_out_once_per_recipient,
     bad_requests_are_rejected_with_field_messages,
+    scheduled_work_waits_for_its_time,
     hundred_thousand_people_change_status_and_export,
 );
 
@@ -36,7 +37,7 @@ pub(crate) struct Bulk {
     pub(crate) store: Store,
     runtime: RuntimeHandle,
     exports: TempDir,
-    smtp: SmtpServer,
+    pub(crate) smtp: SmtpServer,
 }
 
 impl Bulk {
@@ -114,7 +115,7 @@ impl Bulk {
     }
 }
 
-fn ids_json(ids: &[Uuid]) -> Value {
+pub(crate) fn ids_json(ids: &[Uuid]) -> Value {
     json!(ids.iter().map(Uuid::to_string).collect::<Vec<_>>())
 }
 
@@ -468,6 +469,62 @@ async fn bad_requests_are_rejected_with_field_messages(db: TestDatabase) {
     assert_status(&response, &text, StatusCode::UNAUTHORIZED);
     // Nothing was enqueued by any of them.
     assert_eq!(count(&db, "SELECT COUNT(*) FROM queue_task").await, 0);
+    bulk.stop().await;
+}
+
+async fn scheduled_work_waits_for_its_time(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    let people = insert_people(&db.conn, "later", 2, None).await;
+    let cookie = sign_in(&bulk.app).await;
+    let run_at = chrono::Utc::now() + chrono::Duration::seconds(2);
+    // Given with an offset, stored in UTC.
+    let local = run_at.with_timezone(&chrono::FixedOffset::east_opt(2 * 3600).unwrap());
+    let reference = bulk
+        .submit(
+            "/api/1/caseload/watches",
+            json!({"ids": ids_json(&people), "run_at": local.to_rfc3339(), "priority": 7}),
+            &cookie,
+        )
+        .await;
+    let id: Uuid = reference["id"].as_str().unwrap().parse().unwrap();
+    let queued = bulk.store.task_get(id).await.unwrap().unwrap();
+    assert_eq!(queued.priority, 7);
+    assert_eq!(queued.run_at.timestamp_micros(), run_at.timestamp_micros());
+    let view = bulk.finished(&reference, &cookie).await;
+    assert_eq!(view["workflow_status"], "COMPLETED", "{view}");
+    let done = bulk.store.task_get(id).await.unwrap().unwrap();
+    assert!(
+        done.execution_started_date.unwrap() >= queued.run_at,
+        "never early: started {:?}, due {}",
+        done.execution_started_date,
+        queued.run_at
+    );
+    let far = chrono::Utc::now() + chrono::Duration::days(400);
+    for (body, field) in [
+        (
+            json!({"ids": ids_json(&people), "priority": 1000}),
+            Some("priority"),
+        ),
+        (
+            json!({"ids": ids_json(&people), "run_at": far.to_rfc3339()}),
+            Some("run_at"),
+        ),
+        (
+            json!({"ids": ids_json(&people), "run_at": "tomorrow"}),
+            None,
+        ),
+    ] {
+        let (response, text) = send(
+            &bulk.app,
+            post_json("/api/1/caseload/watches", &body.to_string(), Some(&cookie)),
+        )
+        .await;
+        assert_status(&response, &text, StatusCode::UNPROCESSABLE_ENTITY);
+        if let Some(field) = field {
+            let reply: Value = serde_json::from_str(&text).unwrap();
+            assert!(reply["fields"][field].is_string(), "{text}");
+        }
+    }
     bulk.stop().await;
 }
 

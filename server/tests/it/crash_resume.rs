@@ -51,7 +51,9 @@ async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
         reason: "crash test".into(),
         ..StatusChangeRequest::default()
     });
-    let task = submit(&store, &user, request, 1_000_000).await.unwrap();
+    let task = submit(&store, &user, request, 1_000_000, None)
+        .await
+        .unwrap();
 
     let run = run_with_kills(&db, &store, task.id, people, batch_size, &[]).await;
 
@@ -115,7 +117,9 @@ async fn an_email_survives_killed_nodes(db: TestDatabase) {
         cc: vec![],
         ..EmailRequest::default()
     });
-    let task = submit(&store, &user, request, 1_000_000).await.unwrap();
+    let task = submit(&store, &user, request, 1_000_000, None)
+        .await
+        .unwrap();
 
     let relay = format!("127.0.0.1:{}", smtp.port);
     let relay_args = ["--smtp-relay", relay.as_str()];

@@ -8,6 +8,7 @@ mod cluster;
 mod crash_resume;
 mod helpers;
 mod hostile;
+mod idempotency;
 mod metrics;
 mod nodes;
 mod queue_health;

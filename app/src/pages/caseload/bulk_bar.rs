@@ -117,12 +117,24 @@ pub fn BulkBar(
             }
         });
     };
+    // The key naming the submission in flight, with what it sent: a retry of the same
+    // target and action (after an error, say) sends the same key, so the server makes at
+    // most one task of it; anything else is a new submission with a new key.
+    let sent = StoredValue::new(None::<(String, BulkTarget, BulkAction)>);
     let submit = move |target: BulkTarget, action: BulkAction, people: u64| {
         error.set(None);
         step.set(Step::Submitting);
+        let key = match sent.get_value() {
+            Some((key, t, a)) if t == target && a == action => key,
+            _ => uuid::Uuid::new_v4().to_string(),
+        };
+        sent.set_value(Some((key.clone(), target.clone(), action.clone())));
         spawn_local(async move {
-            match submit_bulk_action(target, action.clone()).await {
-                Ok(task) => step.set(Step::Submitted { task, people }),
+            match submit_bulk_action(target, action.clone(), Some(key)).await {
+                Ok(task) => {
+                    sent.set_value(None);
+                    step.set(Step::Submitted { task, people });
+                }
                 Err(e) => {
                     error.set(Some(e.to_string()));
                     step.set(return_step(&action));
