@@ -4,8 +4,9 @@
 #
 #   scripts/install-tools.sh build     wasm32 target, cargo-leptos, wasm-bindgen-cli
 #   scripts/install-tools.sh release   the above plus wasm-opt (npm binaryen), for --release
-#   scripts/install-tools.sh test      the build tools plus Chromium, the Playwright packages
-#                                      and schemathesis (PyPI, in .tools/schemathesis)
+#   scripts/install-tools.sh test      the build tools plus Chromium, the Playwright packages,
+#                                      schemathesis (PyPI, in .tools/schemathesis) and the test
+#                                      mail relay aiosmtpd (PyPI, in .tools/aiosmtpd)
 #
 # Versions are pinned to what builds with this toolchain (see ARCHITECTURE.md, "Build").
 set -euo pipefail
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/.."
 CARGO_LEPTOS_VERSION=0.3.10 # 0.3.11 needs rustc 1.96
 BINARYEN_VERSION=132        # Debian's binaryen 108 produces a WASM that never hydrates
 SCHEMATHESIS_VERSION=4.32.5 # the API contract check (scripts/api-contract.sh)
+AIOSMTPD_VERSION=1.4.6      # the TLS and AUTH mail relay of the tests (caseload/src/testing/tls_relay.py)
+CRYPTOGRAPHY_VERSION=50.0.2 # its throwaway certificates
 
 say() { printf '[install] %s\n' "$*"; }
 
@@ -73,11 +76,21 @@ schemathesis() {
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 }
 
+smtp_relay() {
+  local venv=.tools/aiosmtpd want="aiosmtpd==$AIOSMTPD_VERSION cryptography==$CRYPTOGRAPHY_VERSION"
+  if [ "$(cat "$venv/installed" 2>/dev/null)" = "$want" ]; then return; fi
+  say "installing $want (PyPI) into $venv"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC2086 # two requirements
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $want
+  echo "$want" >"$venv/installed"
+}
+
 build_tools() { wasm_target; wasm_bindgen_cli; cargo_leptos; }
 
 case "${1:-build}" in
   build) build_tools ;;
   release) build_tools; binaryen ;;
-  test) build_tools; chromium; playwright_packages; schemathesis ;;
+  test) build_tools; chromium; playwright_packages; schemathesis; smtp_relay ;;
   *) echo "usage: $0 [build|release|test]" >&2; exit 2 ;;
 esac

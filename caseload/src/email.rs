@@ -15,21 +15,24 @@
 //! [`fail_interrupted`] marks it `failed` instead of sending again: at most once wins over at
 //! least once. A transient failure (SMTP 4xx, connection refused, timeout) is `deferred`, and
 //! [`claim_deferred`] hands it out again, up to [`MAX_SEND_ATTEMPTS`] times; a permanent one
-//! (5xx, an unusable address) is `failed` at once. Sending happens outside any transaction,
+//! (5xx, an unusable address) is `failed` at once. A relay that refuses this node itself (bad
+//! credentials, an untrusted certificate) leaves its recipients `deferred` and fails the task:
+//! no retry helps until an admin fixes the settings. Sending happens outside any transaction,
 //! so a slow relay never holds SQLite's write lock.
 
+mod mailer;
+
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lettre::message::{Mailbox, header::ContentType};
-use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use lettre::message::Mailbox;
 use queue::id_list::id_in;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+pub use mailer::{MailTransport, Mailer, SmtpCredentials, SmtpRelay, SmtpSecurity};
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, load_targets};
@@ -157,6 +160,20 @@ pub enum Delivery {
     Transient(String),
     /// Never worth trying again (SMTP 5xx, an address that is not one).
     Permanent(String),
+    /// Not sent because the relay refuses this node whoever the recipient (bad credentials,
+    /// an untrusted certificate): recorded as deferred, and the task fails until an admin
+    /// fixes the settings and retries it.
+    RelayRefused(String),
+}
+
+impl Delivery {
+    /// Why the relay refused us, if it did.
+    pub fn relay_refusal(&self) -> Option<&str> {
+        match self {
+            Delivery::RelayRefused(detail) => Some(detail),
+            _ => None,
+        }
+    }
 }
 
 /// The recipients a batch claimed, and what happened to the rest of its people.
@@ -340,7 +357,9 @@ pub async fn record_outcomes<C: ConnectionTrait>(
     for (person_id, delivery) in deliveries {
         let (status, detail) = match delivery {
             Delivery::Sent => continue,
-            Delivery::Transient(detail) => (SendStatus::Deferred, detail),
+            Delivery::Transient(detail) | Delivery::RelayRefused(detail) => {
+                (SendStatus::Deferred, detail)
+            }
             Delivery::Permanent(detail) => (SendStatus::Failed, detail),
         };
         // A deferral with no attempts left becomes a failure, decided in SQL from the row's
@@ -425,102 +444,4 @@ fn recipient(person: person::Model) -> Option<Recipient> {
         name: format!("{} {}", person.first_name, person.last_name),
         address: person.email?,
     })
-}
-
-/// Where messages go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MailTransport {
-    /// An SMTP relay, spoken to in plain SMTP without authentication (a local MTA or a
-    /// smarthost on a trusted network), with a connection pool.
-    Smtp {
-        host: String,
-        port: u16,
-        /// How long one SMTP command may take before the send counts as transient failure.
-        timeout: Duration,
-    },
-    /// One `.eml` file per message in this directory (development default: `data/outbox`).
-    Outbox(PathBuf),
-}
-
-/// The development default: files in `data/outbox/`, so nothing leaves the machine.
-impl Default for MailTransport {
-    fn default() -> Self {
-        MailTransport::Outbox(PathBuf::from("data/outbox"))
-    }
-}
-
-/// Sends the messages of bulk email tasks.
-#[derive(Clone)]
-pub struct Mailer {
-    from: Mailbox,
-    transport: Transport,
-}
-
-#[derive(Clone)]
-enum Transport {
-    Smtp(AsyncSmtpTransport<Tokio1Executor>),
-    Outbox(AsyncFileTransport<Tokio1Executor>),
-}
-
-impl Mailer {
-    /// A mailer sending as `from` over `transport` (the outbox directory is created).
-    pub fn new(from: &str, transport: &MailTransport) -> Result<Self, CaseloadError> {
-        let from = from
-            .parse()
-            .map_err(|_| CaseloadError::Invalid(format!("{from:?} is not an email address")))?;
-        let transport = match transport {
-            MailTransport::Smtp {
-                host,
-                port,
-                timeout,
-            } => Transport::Smtp(
-                AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host.as_str())
-                    .port(*port)
-                    .timeout(Some(*timeout))
-                    .build(),
-            ),
-            MailTransport::Outbox(dir) => {
-                std::fs::create_dir_all(dir)?;
-                Transport::Outbox(AsyncFileTransport::new(dir))
-            }
-        };
-        Ok(Mailer { from, transport })
-    }
-
-    /// Sends one message to `recipient`, copied to the content's cc addresses.
-    pub async fn send(&self, recipient: &Recipient, content: &EmailContent) -> Delivery {
-        let message = match self.compose(recipient, content) {
-            Ok(message) => message,
-            Err(detail) => return Delivery::Permanent(detail),
-        };
-        match &self.transport {
-            Transport::Smtp(smtp) => match smtp.send(message).await {
-                Ok(_) => Delivery::Sent,
-                Err(error) if error.is_permanent() => Delivery::Permanent(error.to_string()),
-                Err(error) => Delivery::Transient(error.to_string()),
-            },
-            Transport::Outbox(outbox) => match outbox.send(message).await {
-                Ok(_) => Delivery::Sent,
-                Err(error) => Delivery::Transient(error.to_string()),
-            },
-        }
-    }
-
-    fn compose(&self, recipient: &Recipient, content: &EmailContent) -> Result<Message, String> {
-        let address = recipient
-            .address
-            .parse()
-            .map_err(|_| format!("{:?} is not a usable address", recipient.address))?;
-        let mut builder = Message::builder()
-            .from(self.from.clone())
-            .to(Mailbox::new(Some(recipient.name.clone()), address))
-            .subject(content.subject.trim())
-            .header(ContentType::TEXT_PLAIN);
-        for cc in content.cc_mailboxes().map_err(|e| e.to_string())? {
-            builder = builder.cc(cc);
-        }
-        builder
-            .body(content.body.clone())
-            .map_err(|e| e.to_string())
-    }
 }

@@ -9,7 +9,7 @@ use anyhow::Context;
 use app::api::login_throttle::LoginThrottle;
 use app::api::ssr::{AppState, BulkSettings};
 use caseload::actions::ActionsConfig;
-use caseload::email::{MailTransport, Mailer};
+use caseload::email::Mailer;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
 use migration::Migrator;
@@ -19,6 +19,7 @@ use tower_sessions::ExpiredDeletion;
 
 use crate::config::{CreateUserArgs, SeedArgs, ServeOptions};
 use crate::session_store::DatabaseSessionStore;
+use crate::smtp_settings::{MailSettings, PASSWORD_ENV};
 use crate::{demo, site, web};
 
 /// How often expired sign-in sessions are deleted.
@@ -123,14 +124,17 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
 /// The executors this node runs: the bulk actions, with their export directory and mail
 /// transport.
 fn registry(options: &ServeOptions) -> anyhow::Result<Registry> {
-    let transport = match &options.smtp_relay {
-        Some(relay) => MailTransport::Smtp {
-            host: relay.host.clone(),
-            port: relay.port,
-            timeout: options.smtp_timeout,
-        },
-        None => MailTransport::Outbox(options.outbox_dir.clone()),
-    };
+    let transport = MailSettings {
+        relay_url: options.smtp_url.as_ref(),
+        relay_address: options.smtp_relay.as_ref(),
+        password_file: options.smtp_password_file.as_deref(),
+        password_env: std::env::var(PASSWORD_ENV).ok(),
+        ca_file: options.smtp_ca_file.as_deref(),
+        timeout: options.smtp_timeout,
+        outbox_dir: &options.outbox_dir,
+    }
+    .transport()
+    .context("the mail relay settings")?;
     let mailer = Mailer::new(&options.mail_from, &transport).context("setting up bulk email")?;
     let mut registry = Registry::new();
     caseload::actions::register(

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::smtp_settings::{RelayAddress, RelayUrl};
+
 /// The database used when neither `--database-url` nor `DATABASE_URL` says otherwise: an
 /// embedded SQLite file under `data/`, created on first start.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/bulkq.db?mode=rwc";
@@ -90,15 +92,30 @@ pub struct ServeOptions {
     /// The most rows one export may have.
     #[arg(long, env = "BULKQ_EXPORT_ROW_CAP", default_value_t = caseload::export::DEFAULT_ROW_CAP)]
     pub export_row_cap: u64,
-    /// The SMTP relay bulk email goes to, as `host:port` (plain SMTP without
-    /// authentication: a local MTA or a smarthost on a trusted network). Without it,
-    /// messages are written as `.eml` files to `--outbox-dir` and nothing leaves the machine.
-    #[arg(long, env = "BULKQ_SMTP_RELAY")]
-    pub smtp_relay: Option<SmtpRelay>,
+    /// A plain SMTP relay for bulk email, as `host:port`: no TLS and no authentication (a
+    /// local MTA or a smarthost on a trusted network). Without it or `--smtp-url`, messages
+    /// are written as `.eml` files to `--outbox-dir` and nothing leaves the machine.
+    #[arg(long, env = "BULKQ_SMTP_RELAY", conflicts_with = "smtp_url")]
+    pub smtp_relay: Option<RelayAddress>,
+    /// An SMTP relay spoken to over TLS, with its certificate verified:
+    /// `smtps://[USER@]HOST[:PORT]` (TLS from the first byte, port 465 by default) or
+    /// `smtp://[USER@]HOST[:PORT]` (STARTTLS required, port 587). With a USER (percent-encode
+    /// an `@` in it as `%40`), AUTH PLAIN or LOGIN with the password from the environment
+    /// variable `BULKQ_SMTP_PASSWORD` or `--smtp-password-file`; never in the URL.
+    #[arg(long, env = "BULKQ_SMTP_URL")]
+    pub smtp_url: Option<RelayUrl>,
+    /// A file whose first line is the password of the `--smtp-url` user (instead of the
+    /// `BULKQ_SMTP_PASSWORD` environment variable).
+    #[arg(long, env = "BULKQ_SMTP_PASSWORD_FILE")]
+    pub smtp_password_file: Option<PathBuf>,
+    /// Certificate authorities (PEM) to trust for the `--smtp-url` relay besides the
+    /// system's, e.g. an organisation's own CA.
+    #[arg(long, env = "BULKQ_SMTP_CA_FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
     /// How long one SMTP command may take before the send counts as a transient failure.
     #[arg(long, env = "BULKQ_SMTP_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub smtp_timeout: Duration,
-    /// Where messages go when no `--smtp-relay` is given.
+    /// Where messages go when no relay is given.
     #[arg(long, env = "BULKQ_OUTBOX_DIR", default_value = "data/outbox")]
     pub outbox_dir: PathBuf,
     /// The sender of bulk email.
@@ -146,33 +163,6 @@ pub struct ServeOptions {
     #[arg(long, env = "BULKQ_BATCH_SIZE", default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub batch_size: u64,
-}
-
-/// An SMTP relay's address, `host:port`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmtpRelay {
-    pub host: String,
-    pub port: u16,
-}
-
-impl std::str::FromStr for SmtpRelay {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let (host, port) = value
-            .rsplit_once(':')
-            .ok_or_else(|| format!("{value:?} is not host:port"))?;
-        let port = port
-            .parse()
-            .map_err(|_| format!("{port:?} is not a port number"))?;
-        if host.is_empty() {
-            return Err(format!("{value:?} names no host"));
-        }
-        Ok(SmtpRelay {
-            host: host.to_owned(),
-            port,
-        })
-    }
 }
 
 impl Default for ServeOptions {
@@ -230,6 +220,7 @@ mod tests {
         assert_eq!(serve.exports_dir, PathBuf::from("data/exports"));
         assert_eq!(serve.export_row_cap, 1_000_000);
         assert_eq!(serve.smtp_relay, None);
+        assert_eq!(serve.smtp_url, None);
         assert_eq!(serve.amqp_url, None);
         assert_eq!(serve.batch_size, 5_000);
         assert_eq!(serve.park_after_crashes, 2);
@@ -252,18 +243,17 @@ mod tests {
     }
 
     #[test]
-    fn smtp_relays_are_host_and_port() {
+    fn one_relay_at_most() {
         let serve = ServeOptions::parse_from(["bulkq", "--smtp-relay", "mail.example.edu:2525"]);
-        assert_eq!(
-            serve.smtp_relay,
-            Some(SmtpRelay {
-                host: "mail.example.edu".into(),
-                port: 2525
-            })
-        );
-        for bad in ["mail.example.edu", ":25", "mail:port"] {
-            assert!(ServeOptions::try_parse_from(["bulkq", "--smtp-relay", bad]).is_err());
-        }
+        assert_eq!(serve.smtp_relay.map(|relay| relay.port), Some(2525));
+        let both = ServeOptions::try_parse_from([
+            "bulkq",
+            "--smtp-relay",
+            "mail.example.edu:25",
+            "--smtp-url",
+            "smtps://mail.example.edu",
+        ]);
+        assert!(both.is_err());
         assert!(ServeOptions::try_parse_from(["bulkq", "--batch-size", "0"]).is_err());
     }
 

@@ -25,4 +25,5 @@ pub mod metrics;
 pub mod security_headers;
 pub mod session_store;
 pub mod site;
+pub mod smtp_settings;
 pub mod web;

@@ -62,7 +62,8 @@ pub async fn submit(
 /// Whether `row` is the task `task` would have made: the same action, spec and schedule (a
 /// time the request left out is the enqueue time, so any stored time matches it).
 fn made_by(row: &Task, task: &NewTask) -> bool {
-    let same_time = |asked: DateTime<Utc>| asked.timestamp_micros() == row.run_at.timestamp_micros();
+    let same_time =
+        |asked: DateTime<Utc>| asked.timestamp_micros() == row.run_at.timestamp_micros();
     row.execution_component_name == task.component
         && row.execution_spec == task.spec
         && row.priority == task.priority

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use caseload::email::{
-    Delivery, EmailContent, MailTransport, Mailer, claim_deferred, claim_recipients,
+    Delivery, EmailContent, MailTransport, Mailer, SmtpRelay, claim_deferred, claim_recipients,
     deferred_count, fail_interrupted, record_outcomes,
 };
 use caseload::entity::{email_send_log as log, person};
@@ -34,11 +34,11 @@ fn content() -> EmailContent {
 fn smtp(server: &SmtpServer) -> Mailer {
     Mailer::new(
         "Advising <noreply@example.edu>",
-        &MailTransport::Smtp {
-            host: "127.0.0.1".into(),
-            port: server.port,
-            timeout: Duration::from_secs(5),
-        },
+        &MailTransport::Smtp(SmtpRelay::plain(
+            "127.0.0.1",
+            server.port,
+            Duration::from_secs(5),
+        )),
     )
     .unwrap()
 }
@@ -222,11 +222,7 @@ async fn bounces_fail_and_deferrals_are_retried(db: TestDatabase) {
     drop(closed);
     let down = Mailer::new(
         "noreply@example.edu",
-        &MailTransport::Smtp {
-            host: "127.0.0.1".into(),
-            port,
-            timeout: Duration::from_secs(2),
-        },
+        &MailTransport::Smtp(SmtpRelay::plain("127.0.0.1", port, Duration::from_secs(2))),
     )
     .unwrap();
     let deliveries = run_batch(&db, &down, Uuid::now_v7(), &admin, &ids[..1]).await;

@@ -3,6 +3,7 @@
 mod email;
 mod export;
 mod helpers;
+mod mail_relay;
 mod search;
 mod seed;
 mod status_change;

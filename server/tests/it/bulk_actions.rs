@@ -8,7 +8,7 @@ use app::api::ssr::BulkSettings;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use caseload::actions::ActionsConfig;
-use caseload::email::{MailTransport, Mailer};
+use caseload::email::{MailTransport, Mailer, SmtpRelay};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::testing::{SmtpServer, insert_people};
 use caseload::users::Role;
@@ -42,16 +42,19 @@ pub(crate) struct Bulk {
 
 impl Bulk {
     pub(crate) async fn start(db: &TestDatabase) -> Self {
+        Self::start_mailing_through(db, None).await
+    }
+
+    /// Like [`Bulk::start`], with mail going through `relay` instead of the local server.
+    pub(crate) async fn start_mailing_through(db: &TestDatabase, relay: Option<SmtpRelay>) -> Self {
         let store = Store::new(db.conn.clone());
         let exports = tempfile::tempdir().unwrap();
         let smtp = SmtpServer::start().await;
+        let relay = relay
+            .unwrap_or_else(|| SmtpRelay::plain("127.0.0.1", smtp.port, Duration::from_secs(5)));
         let mailer = Mailer::new(
             "Advising <advising@example.edu>",
-            &MailTransport::Smtp {
-                host: "127.0.0.1".into(),
-                port: smtp.port,
-                timeout: Duration::from_secs(5),
-            },
+            &MailTransport::Smtp(relay),
         )
         .unwrap();
         let mut registry = Registry::new();

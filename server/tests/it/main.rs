@@ -9,6 +9,7 @@ mod crash_resume;
 mod helpers;
 mod hostile;
 mod idempotency;
+mod mail_relay;
 mod metrics;
 mod nodes;
 mod queue_health;

@@ -121,6 +121,10 @@ impl EmailExecutor {
             .collect()
             .await;
         let stopped = ctx.cancellation().is_cancelled();
+        let refused = deliveries
+            .iter()
+            .find_map(|(_, delivery)| delivery.relay_refusal())
+            .map(str::to_owned);
         let txn = ctx.begin_closing_batch().await?;
         let outcomes = record_outcomes(&*txn, ctx.task_id(), &deliveries, Utc::now())
             .await
@@ -130,6 +134,9 @@ impl EmailExecutor {
         report.deferred += outcomes.deferred;
         report.failed += outcomes.failed;
         walk.commit(ctx, txn).await?;
+        if let Some(detail) = refused {
+            return Err(TaskError::Permanent(detail));
+        }
         if stopped {
             return Err(TaskError::Cancelled);
         }

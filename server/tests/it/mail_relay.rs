@@ -1,0 +1,82 @@
+//! Bulk email through a real relay with TLS and AUTH (aiosmtpd): the right password delivers
+//! one message per person; a wrong one or an untrusted certificate fails the task at once
+//! with the reason, sending nothing.
+
+use std::time::Duration;
+
+use caseload::email::{SmtpCredentials, SmtpRelay, SmtpSecurity};
+use caseload::testing::{RelayTls, TlsRelay, insert_people};
+use migration::Migrator;
+use queue::TaskStatus;
+use queue::testing::TestDatabase;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::bulk_actions::{Bulk, ids_json};
+use crate::helpers::*;
+
+queue::backend_tests!(Migrator =>
+    the_right_password_delivers_once_per_person,
+    a_wrong_password_fails_the_task_with_the_reason,
+    an_untrusted_certificate_fails_the_task_with_the_reason,
+);
+
+fn settings(relay: &TlsRelay, password: &str, trust: bool) -> SmtpRelay {
+    SmtpRelay {
+        host: "localhost".into(),
+        port: relay.port,
+        security: SmtpSecurity::StartTls,
+        credentials: Some(SmtpCredentials {
+            user: "advising".into(),
+            password: password.into(),
+        }),
+        extra_ca_pem: trust.then(|| relay.certificate_pem.clone()),
+        timeout: Duration::from_secs(10),
+    }
+}
+
+/// Emails three new people through `relay` and returns the finished task's status and
+/// stored reason.
+async fn email_through(db: &TestDatabase, relay: SmtpRelay) -> (TaskStatus, Option<String>) {
+    let bulk = Bulk::start_mailing_through(db, Some(relay)).await;
+    let people = insert_people(&db.conn, "relay", 3, None).await;
+    let cookie = sign_in(&bulk.app).await;
+    let body = json!({"ids": ids_json(&people), "subject": "Hello", "body": "Book a slot."});
+    let reference = bulk.submit("/api/1/caseload/emails", body, &cookie).await;
+    bulk.finished(&reference, &cookie).await;
+    let id: Uuid = reference["id"].as_str().unwrap().parse().unwrap();
+    let task = bulk.store.task_get(id).await.unwrap().unwrap();
+    bulk.stop().await;
+    (task.workflow_status, task.workflow_status_desc)
+}
+
+async fn the_right_password_delivers_once_per_person(db: TestDatabase) {
+    let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
+    let (status, reason) = email_through(&db, settings(&relay, "correct horse", true)).await;
+    assert_eq!(status, TaskStatus::Completed, "{reason:?}");
+    let received = relay.received();
+    assert_eq!(received.len(), 3, "one message per person");
+    assert!(
+        received
+            .iter()
+            .all(|m| m.user.as_deref() == Some("advising"))
+    );
+}
+
+async fn a_wrong_password_fails_the_task_with_the_reason(db: TestDatabase) {
+    let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
+    let (status, reason) = email_through(&db, settings(&relay, "battery staple", true)).await;
+    assert_eq!(status, TaskStatus::Failure, "{reason:?}");
+    let reason = reason.unwrap();
+    assert!(reason.contains("refused our credentials"), "{reason}");
+    assert!(relay.received().is_empty());
+}
+
+async fn an_untrusted_certificate_fails_the_task_with_the_reason(db: TestDatabase) {
+    let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
+    let (status, reason) = email_through(&db, settings(&relay, "correct horse", false)).await;
+    assert_eq!(status, TaskStatus::Failure, "{reason:?}");
+    let reason = reason.unwrap();
+    assert!(reason.contains("no trusted TLS connection"), "{reason}");
+    assert!(relay.received().is_empty());
+}
