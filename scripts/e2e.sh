@@ -47,8 +47,9 @@ export E2E_OTHER_PASSWORD="other-$RANDOM-$RANDOM"
 node end2end/smtp-sink.mjs "$smtp_port" >"$workdir/smtp.log" 2>&1 &
 sink_pid=$!
 
+# Exports are kept 30 s, so a test can see one expire (scheduling.spec.ts).
 "$bin" serve --listen "127.0.0.1:$port" --site-root target/site \
-  --exports-dir "$workdir/exports" --smtp-relay "127.0.0.1:$smtp_port" \
+  --exports-dir "$workdir/exports" --export-retention 30s --smtp-relay "127.0.0.1:$smtp_port" \
   >"$workdir/server.log" 2>&1 &
 server_pid=$!
 export BASE_URL="http://127.0.0.1:$port"

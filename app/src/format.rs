@@ -18,6 +18,22 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
+/// Bytes in the largest unit that keeps a number ≥ 1: `1536` → `"1.5 KB"`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KB", "MB", "GB", "TB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
 /// Seconds as people say them: `42 s`, `3 min`, `2 h 5 min`, `3 d 4 h`.
 pub fn duration(seconds: i64) -> String {
     let s = seconds.max(0);
@@ -26,6 +42,14 @@ pub fn duration(seconds: i64) -> String {
         60..3600 => format!("{} min", s / 60),
         3600..86400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
         _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// Time left, to the second under an hour: `42 s`, `3 min 5 s`, else as [`duration`].
+pub fn countdown(seconds: i64) -> String {
+    match seconds.max(0) {
+        s @ 60..3600 => format!("{} min {} s", s / 60, s % 60),
+        s => duration(s),
     }
 }
 
@@ -48,7 +72,7 @@ fn cut_time(rfc3339: &str, end: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{count, minute, plural, second};
+    use super::{bytes, count, countdown, minute, plural, second};
 
     #[test]
     fn durations_read_naturally() {
@@ -70,6 +94,21 @@ mod tests {
             "2026-11-21 18:05:09 UTC"
         );
         assert_eq!(minute("garbage"), "garbage");
+    }
+
+    #[test]
+    fn countdowns_tick_by_the_second_under_an_hour() {
+        assert_eq!(countdown(42), "42 s");
+        assert_eq!(countdown(185), "3 min 5 s");
+        assert_eq!(countdown(7200), "2 h 0 min");
+    }
+
+    #[test]
+    fn sizes_use_the_largest_fitting_unit() {
+        assert_eq!(bytes(0), "0 bytes");
+        assert_eq!(bytes(1023), "1023 bytes");
+        assert_eq!(bytes(1536), "1.5 KB");
+        assert_eq!(bytes(160 * 1024 * 1024), "160.0 MB");
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //! - [`error`]: [`error::AppError`], the one error that crosses the wire.
 //! - [`format`]: numbers for people to read.
 //! - [`live`]: the browser's end of the live task stream.
+//! - [`local_time`]: times in the browser's time zone.
 
 pub mod api;
 pub mod components;
 pub mod error;
 pub mod format;
 pub mod live;
+pub mod local_time;
 pub mod pages;
 
 use leptos::prelude::*;

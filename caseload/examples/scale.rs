@@ -340,6 +340,7 @@ async fn run_action(
         &mut registry,
         ActionsConfig {
             exports_dir: scratch.join("exports"),
+            export_retention: caseload::actions::export_files::EXPORT_RETENTION_DEFAULT,
             mailer: Mailer::new(
                 "scale <scale@localhost>",
                 &MailTransport::Outbox(scratch.join("outbox")),

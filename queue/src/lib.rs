@@ -106,8 +106,8 @@ pub use store::claim::Checkpoint;
 pub use store::lock::{LockGrant, SchedulerLock};
 pub use store::transition::Finish;
 pub use store::{
-    NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams, WriteTransaction,
-    parked_message,
+    NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams, WriteClass,
+    WritePass, WriteTransaction, parked_message,
 };
 pub use task::{
     BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,

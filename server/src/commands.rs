@@ -56,9 +56,6 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
         );
     }
     let leptos_options = site::leptos_options(&site_root, options.listen);
-    tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
-        db.clone(),
-    )));
     let amqp = options.amqp_url.as_deref().map(AmqpConfig::new);
     let mut store = Store::new(db.clone());
     if let Some(amqp) = &amqp {
@@ -82,12 +79,16 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     .await
     .context("starting the task queue")?;
     tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
+    tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
+        runtime.store().clone(),
+    )));
     let mut state = AppState::new(
         db,
         runtime.store().clone(),
         BulkSettings {
             exports_dir: options.exports_dir.clone(),
             export_row_cap: options.export_row_cap,
+            export_retention: options.export_retention,
         },
     );
     state.login_throttle = Arc::new(LoginThrottle::new(options.concurrent_password_hashes));
@@ -141,6 +142,7 @@ fn registry(options: &ServeOptions) -> anyhow::Result<Registry> {
         &mut registry,
         ActionsConfig {
             exports_dir: options.exports_dir.clone(),
+            export_retention: options.export_retention,
             mailer,
             batch_size: options.batch_size,
         },

@@ -89,6 +89,10 @@ pub struct ServeOptions {
     /// the node: in a cluster, give every node the same shared directory.
     #[arg(long, env = "BULKQ_EXPORTS_DIR", default_value = "data/exports")]
     pub exports_dir: PathBuf,
+    /// How long a finished export stays downloadable; then a periodic job deletes its file
+    /// (and sooner, when its task is pruned). Downloads after that answer 410.
+    #[arg(long, env = "BULKQ_EXPORT_RETENTION", default_value = "7days", value_parser = positive_duration)]
+    pub export_retention: Duration,
     /// The most rows one export may have.
     #[arg(long, env = "BULKQ_EXPORT_ROW_CAP", default_value_t = caseload::export::DEFAULT_ROW_CAP)]
     pub export_row_cap: u64,
@@ -165,6 +169,15 @@ pub struct ServeOptions {
     pub batch_size: u64,
 }
 
+/// A duration of at least a second (`90s`, `12h`, `7days`).
+fn positive_duration(value: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(value).map_err(|e| e.to_string())?;
+    if duration < Duration::from_secs(1) {
+        return Err("must be at least 1s".into());
+    }
+    Ok(duration)
+}
+
 impl Default for ServeOptions {
     /// The options `serve` gets from its environment and defaults alone.
     fn default() -> Self {
@@ -219,6 +232,7 @@ mod tests {
         assert_eq!(serve.shutdown_grace, Duration::from_secs(30));
         assert_eq!(serve.exports_dir, PathBuf::from("data/exports"));
         assert_eq!(serve.export_row_cap, 1_000_000);
+        assert_eq!(serve.export_retention, Duration::from_secs(7 * 24 * 3600));
         assert_eq!(serve.smtp_relay, None);
         assert_eq!(serve.smtp_url, None);
         assert_eq!(serve.amqp_url, None);
@@ -255,6 +269,7 @@ mod tests {
         ]);
         assert!(both.is_err());
         assert!(ServeOptions::try_parse_from(["bulkq", "--batch-size", "0"]).is_err());
+        assert!(ServeOptions::try_parse_from(["bulkq", "--export-retention", "0s"]).is_err());
     }
 
     #[test]

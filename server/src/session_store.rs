@@ -1,11 +1,14 @@
 //! A tower-sessions store on the product's own database (the `web_session` table), so
 //! sign-ins survive a restart and every node of a cluster sees the same sessions, on SQLite
-//! and PostgreSQL alike, through the same migrations as everything else.
+//! and PostgreSQL alike, through the same migrations as everything else. On SQLite its
+//! writes take the queue store's write slot as a person's (a sign-in must not wait behind
+//! the background batches, nor in SQLite's sleeping busy handler).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use queue::{Store, WriteClass};
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, Set, SqlErr};
+use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, Set, SqlErr};
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
 
@@ -31,12 +34,13 @@ mod web_session {
 /// Sessions kept in the `web_session` table.
 #[derive(Debug, Clone)]
 pub struct DatabaseSessionStore {
-    db: DatabaseConnection,
+    store: Store,
 }
 
 impl DatabaseSessionStore {
-    pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+    /// Sessions in `store`'s database, writing through its write slot.
+    pub fn new(store: Store) -> Self {
+        Self { store }
     }
 }
 
@@ -45,9 +49,10 @@ impl SessionStore for DatabaseSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         // Ids are random 128-bit values; a collision is astronomically unlikely, but if one
         // happens the insert fails on the primary key and a fresh id is drawn.
+        let _slot = self.slot(WriteClass::Interactive).await?;
         loop {
             match web_session::Entity::insert(active_model(record)?)
-                .exec(&self.db)
+                .exec(self.store.db())
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -62,13 +67,14 @@ impl SessionStore for DatabaseSessionStore {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
+        let _slot = self.slot(WriteClass::Interactive).await?;
         web_session::Entity::insert(active_model(record)?)
             .on_conflict(
                 OnConflict::column(web_session::Column::Id)
                     .update_columns([web_session::Column::Data, web_session::Column::ExpiryDate])
                     .to_owned(),
             )
-            .exec(&self.db)
+            .exec(self.store.db())
             .await
             .map_err(backend)?;
         Ok(())
@@ -77,7 +83,7 @@ impl SessionStore for DatabaseSessionStore {
     async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
         let row = web_session::Entity::find_by_id(session_id.to_string())
             .filter(web_session::Column::ExpiryDate.gt(Utc::now()))
-            .one(&self.db)
+            .one(self.store.db())
             .await
             .map_err(backend)?;
         row.map(|row| {
@@ -88,8 +94,9 @@ impl SessionStore for DatabaseSessionStore {
     }
 
     async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
+        let _slot = self.slot(WriteClass::Interactive).await?;
         web_session::Entity::delete_by_id(session_id.to_string())
-            .exec(&self.db)
+            .exec(self.store.db())
             .await
             .map_err(backend)?;
         Ok(())
@@ -99,12 +106,20 @@ impl SessionStore for DatabaseSessionStore {
 #[async_trait]
 impl ExpiredDeletion for DatabaseSessionStore {
     async fn delete_expired(&self) -> session_store::Result<()> {
+        let _slot = self.slot(WriteClass::Background).await?;
         web_session::Entity::delete_many()
             .filter(web_session::Column::ExpiryDate.lte(Utc::now()))
-            .exec(&self.db)
+            .exec(self.store.db())
             .await
             .map_err(backend)?;
         Ok(())
+    }
+}
+
+impl DatabaseSessionStore {
+    /// SQLite: the write slot, held while one statement runs.
+    async fn slot(&self, class: WriteClass) -> session_store::Result<Option<queue::WritePass>> {
+        self.store.write_slot(class).await.map_err(backend)
     }
 }
 

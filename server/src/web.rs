@@ -78,7 +78,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     let readiness = state.db.clone();
     let queue = state.store.clone();
     crate::metrics::recorder();
-    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.db.clone()))
+    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.store.clone()))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)

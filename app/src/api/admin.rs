@@ -105,6 +105,9 @@ pub struct QueueHealth {
     pub problem_total: u64,
     /// Running tasks held by a dead node or quiet for [`STALLED_AFTER_MINUTES`].
     pub stalled: Vec<StalledTask>,
+    /// Export files on this node's disk, and their size in bytes.
+    pub export_files: u64,
+    pub export_bytes: u64,
 }
 
 /// What a bulk repair did.
@@ -163,7 +166,9 @@ mod ssr_impl {
     use queue::{Page, TaskFilter, TaskSelector, TaskStatus};
 
     use super::*;
-    use crate::api::ssr::{self, action_name, internal, require_user, state};
+    use caseload::actions::export_files::exports_disk_use;
+
+    use crate::api::ssr::{self, AppState, action_name, internal, require_user, state};
     use crate::api::tasks::ssr_impl::task_row;
 
     async fn require_admin() -> Result<StaffUser, AppError> {
@@ -189,7 +194,9 @@ mod ssr_impl {
 
     pub async fn health(action: String) -> Result<QueueHealth, AppError> {
         require_admin().await?;
-        let store = state()?.store;
+        let AppState { store, bulk, .. } = state()?;
+        let retention = bulk.export_retention;
+        let exports = exports_disk_use(&bulk.exports_dir).map_err(internal)?;
         let now = store.clock().now();
         let counts = store.task_count_by_status().await.map_err(internal)?;
         let paused: Vec<String> = store
@@ -225,6 +232,8 @@ mod ssr_impl {
             .await
             .map_err(internal)?;
         Ok(QueueHealth {
+            export_files: exports.files,
+            export_bytes: exports.bytes,
             totals,
             by_action: by_action
                 .into_iter()
@@ -299,10 +308,13 @@ mod ssr_impl {
                 .map(|task| StalledTask {
                     node: task.scheduled_by_process.clone().unwrap_or_default(),
                     last_change: task.modified_date.to_rfc3339(),
-                    task: task_row(task),
+                    task: task_row(task, retention),
                 })
                 .collect(),
-            problems: problems.into_iter().map(task_row).collect(),
+            problems: problems
+                .into_iter()
+                .map(|task| task_row(task, retention))
+                .collect(),
         })
     }
 

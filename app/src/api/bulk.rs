@@ -47,6 +47,18 @@ pub enum BulkAction {
     },
 }
 
+/// When and how urgently an action runs, as its form set it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkSchedule {
+    /// Not before this; at once when absent.
+    pub run_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Higher runs first among waiting tasks; 0 is normal.
+    pub priority: i32,
+}
+
+/// The priorities the forms offer, as `(value, label)`.
+pub const PRIORITIES: [(i32, &str); 3] = [(0, "Normal"), (10, "High"), (-10, "Low")];
+
 /// The task a submitted action became.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubmittedTask {
@@ -92,9 +104,10 @@ pub async fn preview_bulk_target(target: BulkTarget) -> Result<u64, AppError> {
 pub async fn submit_bulk_action(
     target: BulkTarget,
     action: BulkAction,
+    #[server(default)] schedule: BulkSchedule,
     #[server(default)] idempotency_key: Option<String>,
 ) -> Result<SubmittedTask, AppError> {
-    crate::api::ssr::respond(ssr_impl::submit(target, action, idempotency_key)).await
+    crate::api::ssr::respond(ssr_impl::submit(target, action, schedule, idempotency_key)).await
 }
 
 #[cfg(feature = "ssr")]
@@ -104,8 +117,8 @@ mod ssr_impl {
     use caseload::access::Actor;
     use caseload::actions::idempotency::IdempotencyKey;
     use caseload::actions::spec::{
-        EmailRequest, ExportRequest, FieldErrors, StatusChangeRequest, SubmitError, TargetRequest,
-        WatchRequest,
+        EmailRequest, ExportRequest, FieldErrors, ScheduleRequest, StatusChangeRequest,
+        SubmitError, TargetRequest, WatchRequest,
     };
     use caseload::actions::target::MAX_TARGET_IDS;
     use caseload::actions::{ActionRequest, submit as enqueue};
@@ -139,6 +152,7 @@ mod ssr_impl {
     pub async fn submit(
         target: BulkTarget,
         action: BulkAction,
+        schedule: BulkSchedule,
         idempotency_key: Option<String>,
     ) -> Result<SubmittedTask, AppError> {
         let user = require_user().await?;
@@ -148,7 +162,11 @@ mod ssr_impl {
             .map(IdempotencyKey::parse)
             .transpose()
             .map_err(|problem| AppError::Invalid(format!("Submission: {problem}.")))?;
-        let request = action_request(target_request(target, &user)?, action)?;
+        let schedule = ScheduleRequest {
+            run_at: schedule.run_at,
+            priority: Some(schedule.priority),
+        };
+        let request = action_request(target_request(target, &user)?, action, schedule)?;
         let task = enqueue(
             &state.store,
             &user,
@@ -194,11 +212,13 @@ mod ssr_impl {
     fn action_request(
         target: TargetRequest,
         action: BulkAction,
+        schedule: ScheduleRequest,
     ) -> Result<ActionRequest, AppError> {
         Ok(match action {
             BulkAction::Export { columns } => ActionRequest::Export(ExportRequest {
                 target,
                 columns: Some(export_columns(columns)?),
+                schedule,
                 ..ExportRequest::default()
             }),
             BulkAction::ChangeStatus { to_status, reason } => {
@@ -206,15 +226,18 @@ mod ssr_impl {
                     target,
                     to_status,
                     reason,
+                    schedule,
                     ..StatusChangeRequest::default()
                 })
             }
             BulkAction::Watch => ActionRequest::Watch(WatchRequest {
                 target,
+                schedule,
                 ..WatchRequest::default()
             }),
             BulkAction::Unwatch => ActionRequest::Unwatch(WatchRequest {
                 target,
+                schedule,
                 ..WatchRequest::default()
             }),
             BulkAction::Email { subject, body, cc } => ActionRequest::Email(EmailRequest {
@@ -222,6 +245,7 @@ mod ssr_impl {
                 subject,
                 body,
                 cc,
+                schedule,
                 ..EmailRequest::default()
             }),
         })
@@ -270,6 +294,8 @@ mod ssr_impl {
             "subject" => "Subject",
             "body" => "Message",
             "cc" => "Cc",
+            "run_at" => "Start at",
+            "priority" => "Priority",
             other => other,
         }
     }

@@ -33,6 +33,8 @@ pub struct BulkSettings {
     pub exports_dir: std::path::PathBuf,
     /// The most rows one export may have.
     pub export_row_cap: u64,
+    /// How long a finished export stays downloadable.
+    pub export_retention: std::time::Duration,
 }
 
 impl Default for BulkSettings {
@@ -40,6 +42,7 @@ impl Default for BulkSettings {
         Self {
             exports_dir: "data/exports".into(),
             export_row_cap: caseload::export::DEFAULT_ROW_CAP,
+            export_retention: caseload::actions::export_files::EXPORT_RETENTION_DEFAULT,
         }
     }
 }

@@ -25,7 +25,11 @@ pub struct TaskRow {
     pub progress_total: Option<i64>,
     /// RFC 3339, UTC.
     pub created: String,
+    /// RFC 3339, UTC: not before this.
+    pub run_at: String,
     pub finished: Option<String>,
+    /// An export whose file has passed its retention (and is deleted or about to be).
+    pub export_expired: bool,
 }
 
 /// A page of tasks, newest first.
@@ -77,6 +81,7 @@ pub async fn list_my_tasks(page: u64) -> Result<TaskPage, AppError> {
 
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr_impl {
+    use caseload::actions::export_files::{export_expired, export_expires_at};
     use queue::{Page, Task, TaskFilter};
 
     use super::*;
@@ -98,8 +103,12 @@ pub(crate) mod ssr_impl {
         };
         let tasks = store.task_list(&filter, window).await.map_err(internal)?;
         let total = store.task_count(&filter).await.map_err(internal)?;
+        let retention = state()?.bulk.export_retention;
         Ok(TaskPage {
-            tasks: tasks.into_iter().map(task_row).collect(),
+            tasks: tasks
+                .into_iter()
+                .map(|task| task_row(task, retention))
+                .collect(),
             total,
         })
     }
@@ -113,13 +122,15 @@ pub(crate) mod ssr_impl {
             _ => return Err(AppError::NotFound("Task".into())),
         };
         let history = store.task_history(id).await.map_err(internal)?;
-        let download = (task.owner_id == user.id
+        let retention = state()?.bulk.export_retention;
+        let export_file = (task.owner_id == user.id
             && task.execution_component_name == EXPORT_ACTION
             && task.workflow_status == queue::TaskStatus::Completed)
-            .then(|| crate::api::bulk::export_file_href(id));
+            .then(|| export_file_of(&task, retention, store.clock().now()))
+            .flatten();
         Ok(TaskDetail {
             report: caseload::actions::task_report(&task).map(TaskReport::from),
-            download,
+            export_file,
             attempt: task.attempt,
             max_attempts: task.max_attempts,
             run_at: task.run_at.to_rfc3339(),
@@ -137,7 +148,7 @@ pub(crate) mod ssr_impl {
                 })
                 .collect(),
             can_repair: is_admin,
-            task: task_row(task),
+            task: task_row(task, retention),
         })
     }
 
@@ -171,8 +182,29 @@ pub(crate) mod ssr_impl {
         Ok(changed)
     }
 
-    /// A task as lists show it.
-    pub fn task_row(task: Task) -> TaskRow {
+    /// A completed export's file: downloadable until its retention has passed.
+    fn export_file_of(
+        task: &Task,
+        retention: std::time::Duration,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Option<ExportFile> {
+        let expires = export_expires_at(task, retention)?;
+        Some(if expires <= now {
+            ExportFile::Expired {
+                at: expires.to_rfc3339(),
+            }
+        } else {
+            ExportFile::Available {
+                href: crate::api::bulk::export_file_href(task.id),
+                until: expires.to_rfc3339(),
+            }
+        })
+    }
+
+    /// A task as lists show it; `export_retention` tells whether an export's file expired.
+    pub fn task_row(task: Task, export_retention: std::time::Duration) -> TaskRow {
+        let export_expired = task.execution_component_name == EXPORT_ACTION
+            && export_expired(&task, export_retention, chrono::Utc::now());
         TaskRow {
             id: task.id,
             action: task.execution_component_name,
@@ -180,7 +212,9 @@ pub(crate) mod ssr_impl {
             progress_done: task.progress_done,
             progress_total: task.progress_total,
             created: task.created_date.to_rfc3339(),
+            run_at: task.run_at.to_rfc3339(),
             finished: task.workflow_stopped_date.map(|at| at.to_rfc3339()),
+            export_expired,
         }
     }
 }
@@ -269,7 +303,16 @@ pub struct TaskDetail {
     /// What the action has done so far; `None` before its first batch.
     pub report: Option<TaskReport>,
     /// The file of a completed export, for its owner.
-    pub download: Option<String>,
+    pub export_file: Option<ExportFile>,
+}
+
+/// A completed export's file, as its owner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExportFile {
+    /// Downloadable at `href` until `until` (RFC 3339).
+    Available { href: String, until: String },
+    /// Past its retention since `at` (RFC 3339): deleted, not downloadable.
+    Expired { at: String },
 }
 
 impl TaskDetail {

@@ -13,6 +13,7 @@ use crate::api::tasks::{
     EXPORT_ACTION, TaskRow, TaskUpdate, action_label, is_finished, list_my_tasks,
 };
 use crate::components::feedback::ErrorMessage;
+use crate::components::scheduled_for::{ScheduledFor, is_scheduled};
 use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
@@ -131,6 +132,9 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             .unwrap_or_default()
     };
     let is_export = task.action == EXPORT_ACTION;
+    let export_expired = task.export_expired;
+    let scheduled = is_scheduled(&task.created, &task.run_at);
+    let run_at = task.run_at.clone();
     view! {
         <li class="task" data-task-id=id.to_string()>
             <div class="task-head">
@@ -148,11 +152,18 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             <div class="task-meta">
                 <span>{done}</span>
                 <time datetime=task.created.clone()>{format!("Submitted {}", format::minute(&task.created))}</time>
+                <Show when=move || scheduled && status() == "QUEUED">
+                    <ScheduledFor run_at=run_at.clone() />
+                </Show>
                 {task.finished.map(|finished| view! {
                     <time datetime=finished.clone()>{format!("Finished {}", format::minute(&finished))}</time>
                 })}
                 <Show when=move || is_export && status() == "COMPLETED">
-                    <a href=export_file_href(id) download="">"Download CSV"</a>
+                    {if export_expired {
+                        view! { <span class="expired">"Expired"</span> }.into_any()
+                    } else {
+                        view! { <a href=export_file_href(id) download="">"Download CSV"</a> }.into_any()
+                    }}
                 </Show>
             </div>
         </li>

@@ -100,6 +100,11 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                 })
                 .collect_view()}
             <div class="card"><span>"Oldest due task"</span><strong>{oldest}</strong></div>
+            <div class="card" data-testid="export-disk-use">
+                <span>"Exports on disk"</span>
+                <strong>{format::bytes(health.export_bytes)}</strong>
+                <small>{format::plural(health.export_files, "file", "files")}</small>
+            </div>
         </section>
 
         <h2>"Throughput, last hour"</h2>

@@ -9,10 +9,12 @@ use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use crate::api::tasks::{
-    AbandonTask, EMAIL_ACTION, EXPORT_ACTION, RetryTask, STATUS_CHANGE_ACTION, TaskDetail,
-    TaskReport, UNWATCH_ACTION, WATCH_ACTION, action_label, get_task_detail, is_finished,
+    AbandonTask, EMAIL_ACTION, EXPORT_ACTION, ExportFile, RetryTask, STATUS_CHANGE_ACTION,
+    TaskDetail, TaskReport, UNWATCH_ACTION, WATCH_ACTION, action_label, get_task_detail,
+    is_finished,
 };
 use crate::components::feedback::ErrorMessage;
+use crate::components::scheduled_for::{ScheduledFor, is_scheduled};
 use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
@@ -111,6 +113,10 @@ fn Detail(
             <dd>{format!("{} of {}", detail.attempt, detail.max_attempts)}</dd>
             <dt>"Submitted"</dt>
             <dd>{format::second(&detail.task.created)}</dd>
+            {(detail.task.status == "QUEUED" && is_scheduled(&detail.task.created, &detail.run_at)).then(|| view! {
+                <dt>"Starts"</dt>
+                <dd><ScheduledFor run_at=detail.run_at.clone() /></dd>
+            })}
             <dt>"Id"</dt>
             <dd><code>{id.to_string()}</code></dd>
             {detail
@@ -119,8 +125,18 @@ fn Detail(
                 .map(|(field, value)| view! { <dt>{field}</dt> <dd>{value}</dd> })
                 .collect_view()}
         </dl>
-        {detail.download.map(|href| view! {
-            <p><a class="download" href=href download="">"Download the CSV"</a></p>
+        {detail.export_file.map(|file| match file {
+            ExportFile::Available { href, until } => view! {
+                <p>
+                    <a class="download" href=href download="">"Download the CSV"</a>
+                    " "<small>{format!("(available until {})", format::minute(&until))}</small>
+                </p>
+            }.into_any(),
+            ExportFile::Expired { at } => view! {
+                <p class="expired" data-testid="export-expired">
+                    {format!("This export expired on {}; its file was deleted. Run the export again for a fresh copy.", format::minute(&at))}
+                </p>
+            }.into_any(),
         })}
         {detail.report.map(|report| {
             let action = detail.task.action.clone();

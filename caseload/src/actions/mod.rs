@@ -11,6 +11,7 @@
 //! in the crate's top-level modules and know nothing of the queue.
 
 mod executors;
+pub mod export_files;
 pub mod idempotency;
 pub mod report;
 pub mod spec;
@@ -18,10 +19,10 @@ pub mod submit;
 pub mod target;
 mod walk;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use queue::{Registry, Task};
-use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::email::Mailer;
@@ -29,6 +30,7 @@ use executors::email::EmailExecutor;
 use executors::export::ExportExecutor;
 use executors::status_change::StatusChangeExecutor;
 use executors::watches::{UnwatchExecutor, WatchExecutor};
+pub use export_files::export_file;
 pub use report::ActionReport;
 pub use submit::{ActionRequest, submit};
 
@@ -60,16 +62,22 @@ pub const BATCH_SIZE_DEFAULT: u64 = 5_000;
 pub struct ActionsConfig {
     /// Where export files are written (`<task id>.csv`); node-local.
     pub exports_dir: PathBuf,
+    /// How long a finished export stays downloadable before its file is deleted.
+    pub export_retention: Duration,
     pub mailer: Mailer,
     pub batch_size: u64,
 }
 
-/// Registers the five executors (export, status change, watch, unwatch, email), creating
-/// the exports directory.
+/// Registers the five executors (export, status change, watch, unwatch, email) and the
+/// export files' cleanup job, creating the exports directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
     registry
+        .register_periodic(export_files::export_cleanup_job(
+            config.exports_dir.clone(),
+            config.export_retention,
+        ))
         .register(
             EXPORT,
             ExportExecutor {
@@ -88,11 +96,6 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             },
         );
     Ok(())
-}
-
-/// The file an export task writes.
-pub fn export_file(exports_dir: &Path, task_id: Uuid) -> PathBuf {
-    exports_dir.join(format!("{task_id}.csv"))
 }
 
 /// What a bulk-action task has done so far, for its owner; `None` for other tasks or before

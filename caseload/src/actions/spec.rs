@@ -117,7 +117,7 @@ fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ScheduleRequest {
     /// Not before this time (RFC 3339; any offset, stored in UTC); at once when absent or
-    /// past. At most a year ahead.
+    /// past. At most a year ahead or behind.
     #[serde(default)]
     pub run_at: Option<DateTime<Utc>>,
     /// Higher runs first among waiting tasks, from -100 to 100; 0 when absent.
@@ -133,16 +133,21 @@ pub const MAX_PRIORITY: i32 = 100;
 impl ScheduleRequest {
     /// The schedule, with a field error for each value out of range.
     fn checked(self, errors: &mut FieldErrors) -> ScheduleRequest {
-        if let Some(run_at) = self.run_at
-            && run_at > Utc::now() + chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS)
-        {
-            errors.push(field(
-                "run_at",
-                format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead"),
-            ));
+        let window = chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS);
+        if let Some(run_at) = self.run_at {
+            let now = Utc::now();
+            if run_at > now + window {
+                let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead");
+                errors.push(field("run_at", problem));
+            } else if run_at < now - window {
+                // Past times mean "now"; one from long ago is a mistake (and some are out of
+                // the databases' range).
+                let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days in the past");
+                errors.push(field("run_at", problem));
+            }
         }
         if let Some(priority) = self.priority
-            && priority.abs() > MAX_PRIORITY
+            && !(-MAX_PRIORITY..=MAX_PRIORITY).contains(&priority)
         {
             errors.push(field(
                 "priority",

@@ -9,7 +9,7 @@ use super::entity::component_pause;
 use super::entity::task::{self, Column};
 use super::read::filter_condition;
 use super::transition::{guarded, set_transition};
-use super::{INSERT_CHUNK, Store, announce, history};
+use super::{INSERT_CHUNK, Store, WriteClass, announce, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 use crate::task::{BulkOutcome, PausedComponent, TaskSelector};
@@ -75,7 +75,7 @@ impl Store {
         actor: &str,
     ) -> Result<BulkOutcome, QueueError> {
         let now = self.clock.now();
-        let txn = self.begin_write().await?;
+        let txn = self.begin_write_as(WriteClass::Interactive).await?;
         let ends_claims = transition
             .allowed_from()
             .iter()
@@ -141,7 +141,7 @@ impl Store {
             paused_date: Set(self.clock.now()),
             paused_by: Set(actor.to_owned()),
         };
-        let txn = self.begin_write().await?;
+        let txn = self.begin_write_as(WriteClass::Interactive).await?;
         let inserted = component_pause::Entity::insert(row)
             .on_conflict(
                 OnConflict::column(component_pause::Column::Component)
@@ -157,7 +157,7 @@ impl Store {
 
     /// Lets nodes claim tasks of `component` again; `true` if it was paused.
     pub async fn component_resume(&self, component: &str) -> Result<bool, QueueError> {
-        let txn = self.begin_write().await?;
+        let txn = self.begin_write_as(WriteClass::Interactive).await?;
         let deleted = component_pause::Entity::delete_many()
             .filter(component_pause::Column::Component.eq(component))
             .exec(&*txn)

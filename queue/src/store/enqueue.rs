@@ -20,7 +20,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::entity::task::{self, ActiveModel};
-use super::{INSERT_CHUNK, Store, WriteTransaction, announce};
+use super::{INSERT_CHUNK, Store, WriteClass, WriteTransaction, announce};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, Task};
@@ -110,11 +110,12 @@ impl Store {
 
     /// Starts a [`QueueTransaction`]: a write transaction that wakes the producers and
     /// announces its enqueued tasks when it commits. On SQLite it holds this store's write
-    /// slot until it ends (see [`Store::begin_write`]), so keep it short and make no other
-    /// queue writes (admin operations, a second `begin_queue`) while it is open.
+    /// slot until it ends (see [`Store::begin_write_as`]), so keep it short and make no other
+    /// queue writes (admin operations, a second `begin_queue`) while it is open. Enqueues
+    /// are mostly someone's submission, so they take the slot ahead of background work.
     pub async fn begin_queue(&self) -> Result<QueueTransaction, QueueError> {
         Ok(QueueTransaction {
-            txn: self.begin_write().await?,
+            txn: self.begin_write_as(WriteClass::Interactive).await?,
             store: self.clone(),
             enqueued: Vec::new(),
         })

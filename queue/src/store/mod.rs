@@ -16,6 +16,7 @@
 //! - `read`: lists, counts, history for dashboards.
 //! - `counts`: the counts by status and the throughput the triggers keep.
 //! - `dialect`: the statements whose text differs between the backends.
+//! - `write_gate`: SQLite's one writer, people ahead of background work.
 
 pub(crate) mod admin;
 pub(crate) mod announce;
@@ -30,13 +31,14 @@ pub(crate) mod node;
 pub(crate) mod periodic;
 pub(crate) mod read;
 pub mod transition;
+pub mod write_gate;
 
 use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbBackend, DbErr};
-use tokio::sync::{Mutex, OwnedMutexGuard, broadcast, watch};
+use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
 use crate::clock::{Clock, SystemClock};
@@ -45,6 +47,8 @@ use crate::task::{QueueEvent, Task};
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
+use write_gate::WriteGate;
+pub use write_gate::{WriteClass, WritePass};
 
 /// How many events a slow subscriber may fall behind before it starts missing some (it is
 /// told so by `RecvError::Lagged` and can re-read the state from the store).
@@ -81,7 +85,7 @@ struct Signals {
     /// Task changes for subscribers.
     events: broadcast::Sender<QueueEvent>,
     /// SQLite only: one write transaction of this store at a time (see [`Store::begin_write`]).
-    write_gate: Option<Arc<Mutex<()>>>,
+    write_gate: Option<Arc<WriteGate>>,
     /// Tags this store's PostgreSQL event notifications, so its own listener can drop the
     /// ones it already published locally.
     origin: Uuid,
@@ -103,7 +107,7 @@ impl Store {
             signals: Arc::new(Signals {
                 wake: watch::channel(0).0,
                 events: broadcast::channel(EVENT_BUFFER).0,
-                write_gate: (backend == DbBackend::Sqlite).then(|| Arc::new(Mutex::new(()))),
+                write_gate: (backend == DbBackend::Sqlite).then(|| Arc::new(WriteGate::default())),
                 origin: Uuid::new_v4(),
             }),
             #[cfg(feature = "amqp")]
@@ -168,30 +172,43 @@ impl Store {
         }
     }
 
-    /// A transaction for queue writes.
+    /// A transaction for queue writes in the background (see [`Store::begin_write_as`]).
+    pub async fn begin_write(&self) -> Result<WriteTransaction, DbErr> {
+        self.begin_write_as(WriteClass::Background).await
+    }
+
+    /// A transaction for queue writes, for a person waiting on the answer (`Interactive`) or
+    /// for background work.
     ///
     /// On SQLite it takes the write lock at `BEGIN` (`IMMEDIATE`), so a transaction that reads
     /// before it writes waits for the lock instead of failing with `SQLITE_BUSY` when it tries
-    /// to upgrade; and writers of this store first queue on an in-process gate, because
-    /// SQLite's busy handler waits by sleeping (up to 100 ms a time) while the lock may long
-    /// be free, which collapses throughput when many workers write at once. Do not begin a
-    /// second write transaction while holding one (e.g. from inside a batch).
-    pub async fn begin_write(&self) -> Result<WriteTransaction, DbErr> {
-        let gate = match &self.signals.write_gate {
-            Some(gate) => Some(
-                tokio::time::timeout(WRITE_GATE_TIMEOUT, gate.clone().lock_owned())
-                    .await
-                    .map_err(|_| {
-                        DbErr::Custom(format!(
-                            "no SQLite write slot within {WRITE_GATE_TIMEOUT:?} \
-                             (is a write transaction of this store held elsewhere?)"
-                        ))
-                    })?,
-            ),
-            None => None,
-        };
+    /// to upgrade; and writers of this store first queue on an in-process gate, people ahead
+    /// of the background, because SQLite's busy handler waits by sleeping (up to 100 ms a
+    /// time) while the lock may long be free, which collapses throughput when many workers
+    /// write at once and leaves a sign-in behind every waiting batch. Do not begin a second
+    /// write transaction while holding one (e.g. from inside a batch).
+    pub async fn begin_write_as(&self, class: WriteClass) -> Result<WriteTransaction, DbErr> {
+        let gate = self.write_slot(class).await?;
         let txn = crate::database::begin_immediate(&self.db).await?;
         Ok(WriteTransaction { txn, _gate: gate })
+    }
+
+    /// SQLite: this store's write slot, for a single statement written outside
+    /// [`Store::begin_write_as`] (a session row, say); hold it while the statement runs.
+    /// `None` on PostgreSQL, which needs no slot.
+    pub async fn write_slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
+        let Some(gate) = &self.signals.write_gate else {
+            return Ok(None);
+        };
+        tokio::time::timeout(WRITE_GATE_TIMEOUT, gate.enter(class))
+            .await
+            .map(Some)
+            .map_err(|_| {
+                DbErr::Custom(format!(
+                    "no SQLite write slot within {WRITE_GATE_TIMEOUT:?} \
+                     (is a write transaction of this store held elsewhere?)"
+                ))
+            })
     }
 
     /// SQLite: waits until the write transactions of this store that are open or queued
@@ -200,9 +217,9 @@ impl Store {
     /// `runtime::sqlite_watch`). Returns at once on PostgreSQL, which has no gate.
     pub(crate) async fn own_writes_ended(&self) {
         if let Some(gate) = &self.signals.write_gate {
-            // The gate is first come, first served: this turn comes after theirs, and is
-            // given back at once.
-            drop(gate.lock().await);
+            // Within a class the gate is first come, first served: this turn comes after
+            // theirs (and after any person's), and is given back at once.
+            drop(gate.enter(WriteClass::Background).await);
         }
     }
 
@@ -245,7 +262,7 @@ impl Store {
 pub struct WriteTransaction {
     // Declared first so it is dropped (rolled back) before the gate opens.
     txn: DatabaseTransaction,
-    _gate: Option<OwnedMutexGuard<()>>,
+    _gate: Option<WritePass>,
 }
 
 impl WriteTransaction {

@@ -146,8 +146,10 @@ async fn a_task_whose_nodes_keep_dying_is_parked(db: TestDatabase) {
     let task = enqueue_items(&bundle).await;
     let system_id = "poison-host";
     kill_node_after(&mut bundle, system_id, task.id, 1_000).await;
-    // The next incarnation rescues the task (one crash) and runs it until it dies too.
-    kill_node_after(&mut bundle, system_id, task.id, 2_000).await;
+    // The next incarnation rescues the task (one crash) and runs it until it dies too; it
+    // must make progress of its own (the first may have got far before its kill landed).
+    let after_first = bundle.task(task.id).await.progress_done;
+    kill_node_after(&mut bundle, system_id, task.id, after_first + 1_000).await;
     assert_eq!(bundle.task(task.id).await.crash_count, 1);
 
     let runtime = bundle.start(system_id, items_registry()).await;

@@ -7,6 +7,7 @@ use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use caseload::actions::export_files::export_expires_at;
 use caseload::actions::idempotency::IdempotencyKey;
 use caseload::actions::spec::{
     EmailRequest, ExportRequest, StatusChangeRequest, SubmitError, WatchRequest,
@@ -138,7 +139,7 @@ impl From<SubmitError> for ApiError {
         (status = 403, description = "Someone else's export (admins)", body = ErrorBody),
         (status = 404, description = "No such export, or not visible to the caller", body = ErrorBody),
         (status = 409, description = "The export has not finished", body = ErrorBody),
-        (status = 410, description = "The file is gone", body = ErrorBody),
+        (status = 410, description = "The export expired, or its file is gone", body = ErrorBody),
     ))]
 pub async fn get_export_file(
     State(state): State<AppState>,
@@ -166,6 +167,17 @@ pub async fn get_export_file(
             format!(
                 "The export is not finished yet (it is {}).",
                 task.workflow_status.as_str()
+            ),
+        ));
+    }
+    if let Some(expired) = export_expires_at(&task, state.bulk.export_retention)
+        .filter(|expires| *expires <= state.store.clock().now())
+    {
+        return Err(ApiError::new(
+            StatusCode::GONE,
+            format!(
+                "The export expired at {} and its file was deleted; run the export again.",
+                expired.format("%Y-%m-%d %H:%M UTC")
             ),
         ));
     }

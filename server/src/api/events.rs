@@ -62,7 +62,7 @@ pub async fn task_events(
     recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let stream = Live {
         receiver: state.store.subscribe(),
-        sessions: DatabaseSessionStore::new(state.db.clone()),
+        sessions: DatabaseSessionStore::new(state.store.clone()),
         state,
         user,
         session_id,

@@ -8,6 +8,7 @@ use app::api::ssr::BulkSettings;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use caseload::actions::ActionsConfig;
+use caseload::actions::export_files::EXPORT_RETENTION_DEFAULT;
 use caseload::email::{MailTransport, Mailer, SmtpRelay};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::testing::{SmtpServer, insert_people};
@@ -36,17 +37,33 @@ pub(crate) struct Bulk {
     pub(crate) app: Router,
     pub(crate) store: Store,
     runtime: RuntimeHandle,
-    exports: TempDir,
+    pub(crate) exports: TempDir,
     pub(crate) smtp: SmtpServer,
+}
+
+/// What a test changes of [`Bulk`]'s node.
+#[derive(Default)]
+pub(crate) struct BulkOptions {
+    /// Where mail goes instead of the local SMTP server.
+    pub(crate) relay: Option<SmtpRelay>,
+    /// Instead of the default week.
+    pub(crate) export_retention: Option<Duration>,
+    /// People per batch instead of 500.
+    pub(crate) batch_size: Option<u64>,
 }
 
 impl Bulk {
     pub(crate) async fn start(db: &TestDatabase) -> Self {
-        Self::start_mailing_through(db, None).await
+        Self::start_with(db, BulkOptions::default()).await
     }
 
-    /// Like [`Bulk::start`], with mail going through `relay` instead of the local server.
-    pub(crate) async fn start_mailing_through(db: &TestDatabase, relay: Option<SmtpRelay>) -> Self {
+    pub(crate) async fn start_with(db: &TestDatabase, options: BulkOptions) -> Self {
+        let BulkOptions {
+            relay,
+            export_retention,
+            batch_size,
+        } = options;
+        let export_retention = export_retention.unwrap_or(EXPORT_RETENTION_DEFAULT);
         let store = Store::new(db.conn.clone());
         let exports = tempfile::tempdir().unwrap();
         let smtp = SmtpServer::start().await;
@@ -62,8 +79,9 @@ impl Bulk {
             &mut registry,
             ActionsConfig {
                 exports_dir: exports.path().to_owned(),
+                export_retention,
                 mailer,
-                batch_size: 500,
+                batch_size: batch_size.unwrap_or(500),
             },
         )
         .unwrap();
@@ -73,6 +91,7 @@ impl Bulk {
         let bulk = BulkSettings {
             exports_dir: exports.path().to_owned(),
             export_row_cap: 1_000_000,
+            export_retention,
         };
         let app = app_with_settings(db, store.clone(), bulk).await;
         Bulk {
@@ -508,8 +527,18 @@ async fn scheduled_work_waits_for_its_time(db: TestDatabase) {
             json!({"ids": ids_json(&people), "priority": 1000}),
             Some("priority"),
         ),
+        // The most negative number has no positive twin: refused, not overflowed.
+        (
+            json!({"ids": ids_json(&people), "priority": i32::MIN}),
+            Some("priority"),
+        ),
         (
             json!({"ids": ids_json(&people), "run_at": far.to_rfc3339()}),
+            Some("run_at"),
+        ),
+        // Some times are outside what the databases store.
+        (
+            json!({"ids": ids_json(&people), "run_at": "1452-12-14T01:21:53.65Z"}),
             Some("run_at"),
         ),
         (

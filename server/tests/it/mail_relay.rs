@@ -12,7 +12,7 @@ use queue::testing::TestDatabase;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::bulk_actions::{Bulk, ids_json};
+use crate::bulk_actions::{Bulk, BulkOptions, ids_json};
 use crate::helpers::*;
 
 queue::backend_tests!(Migrator =>
@@ -38,7 +38,11 @@ fn settings(relay: &TlsRelay, password: &str, trust: bool) -> SmtpRelay {
 /// Emails three new people through `relay` and returns the finished task's status and
 /// stored reason.
 async fn email_through(db: &TestDatabase, relay: SmtpRelay) -> (TaskStatus, Option<String>) {
-    let bulk = Bulk::start_mailing_through(db, Some(relay)).await;
+    let options = BulkOptions {
+        relay: Some(relay),
+        ..BulkOptions::default()
+    };
+    let bulk = Bulk::start_with(db, options).await;
     let people = insert_people(&db.conn, "relay", 3, None).await;
     let cookie = sign_in(&bulk.app).await;
     let body = json!({"ids": ids_json(&people), "subject": "Hello", "body": "Book a slot."});

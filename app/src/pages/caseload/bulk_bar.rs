@@ -15,10 +15,10 @@ use leptos::task::spawn_local;
 use super::bulk_forms::{BulkForm, Drafts, FormKind};
 use super::selection::Selection;
 use crate::api::bulk::{
-    BulkAction, BulkTarget, SubmittedTask, preview_bulk_target, submit_bulk_action,
+    BulkAction, BulkSchedule, BulkTarget, SubmittedTask, preview_bulk_target, submit_bulk_action,
 };
 use crate::api::caseload::{CaseloadQuery, ProgramStatusOption};
-use crate::format;
+use crate::{format, local_time};
 
 /// Where the bar's panel is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +31,7 @@ enum Step {
     Confirm {
         target: BulkTarget,
         action: BulkAction,
+        schedule: BulkSchedule,
         people: u64,
     },
     Submitting,
@@ -96,7 +97,7 @@ pub fn BulkBar(
     let drafts = Drafts::new();
     let query = StoredValue::new(query);
 
-    let count = move |action: BulkAction| {
+    let count = move |(action, schedule): (BulkAction, BulkSchedule)| {
         // Only reachable with someone selected: the bar and its panel close otherwise.
         let Some(target) = selection.target(&query.get_value()) else {
             return;
@@ -108,6 +109,7 @@ pub fn BulkBar(
                 Ok(people) => step.set(Step::Confirm {
                     target,
                     action,
+                    schedule,
                     people,
                 }),
                 Err(e) => {
@@ -120,28 +122,34 @@ pub fn BulkBar(
     // The key naming the submission in flight, with what it sent: a retry of the same
     // target and action (after an error, say) sends the same key, so the server makes at
     // most one task of it; anything else is a new submission with a new key.
-    let sent = StoredValue::new(None::<(String, BulkTarget, BulkAction)>);
-    let submit = move |target: BulkTarget, action: BulkAction, people: u64| {
-        error.set(None);
-        step.set(Step::Submitting);
-        let key = match sent.get_value() {
-            Some((key, t, a)) if t == target && a == action => key,
-            _ => uuid::Uuid::new_v4().to_string(),
+    let sent = StoredValue::new(None::<(String, BulkTarget, BulkAction, BulkSchedule)>);
+    let submit =
+        move |target: BulkTarget, action: BulkAction, schedule: BulkSchedule, people: u64| {
+            error.set(None);
+            step.set(Step::Submitting);
+            let key = match sent.get_value() {
+                Some((key, t, a, s)) if t == target && a == action && s == schedule => key,
+                _ => uuid::Uuid::new_v4().to_string(),
+            };
+            sent.set_value(Some((
+                key.clone(),
+                target.clone(),
+                action.clone(),
+                schedule,
+            )));
+            spawn_local(async move {
+                match submit_bulk_action(target, action.clone(), schedule, Some(key)).await {
+                    Ok(task) => {
+                        sent.set_value(None);
+                        step.set(Step::Submitted { task, people });
+                    }
+                    Err(e) => {
+                        error.set(Some(e.to_string()));
+                        step.set(return_step(&action));
+                    }
+                }
+            });
         };
-        sent.set_value(Some((key.clone(), target.clone(), action.clone())));
-        spawn_local(async move {
-            match submit_bulk_action(target, action.clone(), Some(key)).await {
-                Ok(task) => {
-                    sent.set_value(None);
-                    step.set(Step::Submitted { task, people });
-                }
-                Err(e) => {
-                    error.set(Some(e.to_string()));
-                    step.set(return_step(&action));
-                }
-            }
-        });
-    };
     let open = move |kind: FormKind| {
         error.set(None);
         step.set(Step::Form(kind));
@@ -194,8 +202,8 @@ pub fn BulkBar(
                 <div class="bulk-buttons" role="group" aria-label="Actions">
                     <button type="button" disabled=busy on:click=move |_| open(FormKind::Export)>"Export"</button>
                     <button type="button" disabled=busy on:click=move |_| open(FormKind::ChangeStatus)>"Change status"</button>
-                    <button type="button" disabled=busy on:click=move |_| count(BulkAction::Watch)>"Watch"</button>
-                    <button type="button" disabled=busy on:click=move |_| count(BulkAction::Unwatch)>"Unwatch"</button>
+                    <button type="button" disabled=busy on:click=move |_| count((BulkAction::Watch, BulkSchedule::default()))>"Watch"</button>
+                    <button type="button" disabled=busy on:click=move |_| count((BulkAction::Unwatch, BulkSchedule::default()))>"Unwatch"</button>
                     <button type="button" disabled=busy on:click=move |_| open(FormKind::Email)>"Email"</button>
                 </div>
             </section>
@@ -216,14 +224,17 @@ pub fn BulkBar(
             }
             .into_any(),
             Step::Counting => view! { <p class="bulk-panel" role="status">"Counting the people affected…"</p> }.into_any(),
-            Step::Confirm { target, action, people } => {
-                let text = statuses.with_value(|statuses| question(&action, people, statuses));
+            Step::Confirm { target, action, schedule, people } => {
+                let mut text = statuses.with_value(|statuses| question(&action, people, statuses));
+                if let Some(at) = schedule.run_at {
+                    text = format!("{text} It starts at {}.", local_time::local_minute(at));
+                }
                 let back = return_step(&action);
                 view! {
                     <Confirmation
                         text
                         people
-                        on_confirm=Callback::new(move |()| submit(target.clone(), action.clone(), people))
+                        on_confirm=Callback::new(move |()| submit(target.clone(), action.clone(), schedule, people))
                         on_back=Callback::new(move |()| step.set(back.clone()))
                     />
                 }

@@ -11,8 +11,9 @@ use leptos::prelude::*;
 use leptos::wasm_bindgen::JsCast;
 use leptos::web_sys;
 
-use crate::api::bulk::{BulkAction, EXPORT_COLUMNS};
+use crate::api::bulk::{BulkAction, BulkSchedule, EXPORT_COLUMNS, PRIORITIES};
 use crate::api::caseload::ProgramStatusOption;
+use crate::local_time;
 
 /// An action that has a form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,9 @@ pub struct Drafts {
     body: RwSignal<String>,
     /// Cc addresses as typed: separated by commas, spaces or new lines.
     cc: RwSignal<String>,
+    /// The start time as the `datetime-local` input holds it (local time); empty for now.
+    start_at: RwSignal<String>,
+    priority: RwSignal<i32>,
 }
 
 impl Drafts {
@@ -44,6 +48,16 @@ impl Drafts {
             subject: RwSignal::default(),
             body: RwSignal::default(),
             cc: RwSignal::default(),
+            start_at: RwSignal::default(),
+            priority: RwSignal::default(),
+        }
+    }
+
+    /// When the action should run, in UTC, and how urgently.
+    pub fn schedule(&self) -> BulkSchedule {
+        BulkSchedule {
+            run_at: local_time::from_local_input(&self.start_at.get_untracked()),
+            priority: self.priority.get_untracked(),
         }
     }
 
@@ -81,14 +95,14 @@ fn split_addresses(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The form of `kind`, bound to `drafts`; `on_continue` gets the filled-in action once the
-/// browser's own checks (required fields, lengths) pass.
+/// The form of `kind`, bound to `drafts`; `on_continue` gets the filled-in action and its
+/// schedule once the browser's own checks (required fields, lengths) pass.
 #[component]
 pub fn BulkForm(
     kind: FormKind,
     drafts: Drafts,
     statuses: StoredValue<Vec<ProgramStatusOption>>,
-    on_continue: Callback<BulkAction>,
+    on_continue: Callback<(BulkAction, BulkSchedule)>,
     on_cancel: Callback<()>,
 ) -> impl IntoView {
     let first_field = NodeRef::<html::Div>::new();
@@ -103,7 +117,7 @@ pub fn BulkForm(
     });
     let on_submit = move |ev: SubmitEvent| {
         ev.prevent_default();
-        on_continue.run(drafts.action(kind));
+        on_continue.run((drafts.action(kind), drafts.schedule()));
     };
     let (title, fields) = match kind {
         FormKind::Export => ("Export to CSV", export_fields(drafts).into_any()),
@@ -114,6 +128,7 @@ pub fn BulkForm(
         <form class="bulk-form" on:submit=on_submit aria-label=title>
             <h2>{title}</h2>
             <div class="fields" node_ref=first_field>{fields}</div>
+            {schedule_fields(drafts, kind)}
             <div class="form-buttons">
                 <button type="submit">"Continue"</button>
                 <button type="button" class="secondary" on:click=move |_| on_cancel.run(())>
@@ -205,6 +220,46 @@ fn email_fields(drafts: Drafts) -> impl IntoView {
             bind:value=drafts.cc
         />
         <p class="hint" id="bulk-cc-hint">"Addresses separated by commas; copied on every message."</p>
+    }
+}
+
+/// When the action starts (local time, empty for now) and its priority.
+fn schedule_fields(drafts: Drafts, kind: FormKind) -> impl IntoView {
+    let start_label = match kind {
+        FormKind::Email => "Send at (optional)",
+        _ => "Start at (optional)",
+    };
+    view! {
+        <fieldset class="schedule">
+            <legend>"When"</legend>
+            <label for="bulk-start-at">{start_label}</label>
+            <input
+                id="bulk-start-at"
+                type="datetime-local"
+                aria-describedby="bulk-start-at-hint"
+                bind:value=drafts.start_at
+            />
+            <p class="hint" id="bulk-start-at-hint">"Your local time; leave empty to start now."</p>
+            <label for="bulk-priority">"Priority"</label>
+            <select
+                id="bulk-priority"
+                on:change=move |ev| {
+                    drafts.priority.set(event_target_value(&ev).parse().unwrap_or_default())
+                }
+            >
+                {PRIORITIES
+                    .iter()
+                    .map(|(value, label)| {
+                        let value = *value;
+                        view! {
+                            <option value=value.to_string() selected=move || drafts.priority.get() == value>
+                                {*label}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+            </select>
+        </fieldset>
     }
 }
 

@@ -1,0 +1,203 @@
+//! SQLite's single writer, shared by the writers of one process in two classes: work for a
+//! person waiting on a page (a sign-in, a submission, an admin's repair) goes ahead of the
+//! background (batches, claims, completions, upkeep), so a person waits for at most the
+//! write in progress, never for the queue of batches behind it.
+//!
+//! Within a class it is first come, first served. The background waits while people do; a
+//! dashboard writes little and briefly, so it cannot starve the queue.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+/// Who is waiting for the write slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteClass {
+    /// A person is waiting for the answer: served first.
+    Interactive,
+    /// Queue work nobody watches as it happens.
+    Background,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct WriteGate {
+    state: Mutex<GateState>,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    held: bool,
+    interactive: VecDeque<oneshot::Sender<()>>,
+    background: VecDeque<oneshot::Sender<()>>,
+}
+
+/// The write slot, held until dropped; then it passes to the next waiter.
+#[derive(Debug)]
+pub struct WritePass {
+    gate: Arc<WriteGate>,
+}
+
+impl Drop for WritePass {
+    fn drop(&mut self) {
+        self.gate.hand_on();
+    }
+}
+
+impl WriteGate {
+    /// Waits for the slot. Cancel-safe: a waiter dropped while the slot is being handed to it
+    /// passes it on.
+    pub(crate) async fn enter(self: &Arc<Self>, class: WriteClass) -> WritePass {
+        let receiver = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if !state.held {
+                state.held = true;
+                return WritePass { gate: self.clone() };
+            }
+            let (sender, receiver) = oneshot::channel();
+            match class {
+                WriteClass::Interactive => state.interactive.push_back(sender),
+                WriteClass::Background => state.background.push_back(sender),
+            }
+            receiver
+        };
+        let mut waiting = Waiting {
+            receiver,
+            gate: self.clone(),
+            done: false,
+        };
+        // `hand_on` only drops a sender after sending on it, so this never fails.
+        let _ = (&mut waiting.receiver).await;
+        waiting.done = true;
+        WritePass { gate: self.clone() }
+    }
+
+    /// Gives the slot to the next waiter (people first), or frees it.
+    fn hand_on(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let next = match state.interactive.pop_front() {
+                Some(next) => next,
+                None => match state.background.pop_front() {
+                    Some(next) => next,
+                    None => {
+                        state.held = false;
+                        return;
+                    }
+                },
+            };
+            // A waiter that gave up (timed out) is skipped.
+            if next.send(()).is_ok() {
+                return;
+            }
+        }
+    }
+}
+
+/// A waiter's receiving end; if the wait is abandoned after the slot was handed over, the
+/// slot is passed on instead of being lost.
+struct Waiting {
+    receiver: oneshot::Receiver<()>,
+    gate: Arc<WriteGate>,
+    done: bool,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.receiver.close();
+        if self.receiver.try_recv().is_ok() {
+            self.gate.hand_on();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn people_go_ahead_of_waiting_background_work() {
+        let gate = Arc::new(WriteGate::default());
+        let held = gate.enter(WriteClass::Background).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        for (name, class) in [
+            ("batch 1", WriteClass::Background),
+            ("batch 2", WriteClass::Background),
+            ("sign-in", WriteClass::Interactive),
+            ("batch 3", WriteClass::Background),
+            ("submit", WriteClass::Interactive),
+        ] {
+            let (gate, order) = (gate.clone(), order.clone());
+            waiters.push(tokio::spawn(async move {
+                let _pass = gate.enter(class).await;
+                order.lock().unwrap().push(name);
+            }));
+            // Queued in this order.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(held);
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["sign-in", "submit", "batch 1", "batch 2", "batch 3"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_waiter_that_gives_up_does_not_keep_the_slot() {
+        let gate = Arc::new(WriteGate::default());
+        let held = gate.enter(WriteClass::Background).await;
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(20),
+            gate.enter(WriteClass::Interactive),
+        )
+        .await;
+        assert!(gave_up.is_err());
+        drop(held);
+        let next =
+            tokio::time::timeout(Duration::from_secs(1), gate.enter(WriteClass::Background)).await;
+        assert!(next.is_ok(), "the slot was free again");
+    }
+
+    #[tokio::test]
+    async fn one_writer_at_a_time_under_contention() {
+        let gate = Arc::new(WriteGate::default());
+        let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let (gate, inside) = (gate.clone(), inside.clone());
+                tokio::spawn(async move {
+                    let class = if i % 3 == 0 {
+                        WriteClass::Interactive
+                    } else {
+                        WriteClass::Background
+                    };
+                    // Some give up half-way, as timed-out requests do.
+                    let wait = Duration::from_micros(if i % 5 == 0 { 50 } else { 1_000_000 });
+                    if let Ok(_pass) = tokio::time::timeout(wait, gate.enter(class)).await {
+                        let now = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        assert_eq!(now, 0, "two writers at once");
+                        tokio::task::yield_now().await;
+                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), gate.enter(WriteClass::Background))
+                .await
+                .is_ok()
+        );
+    }
+}
