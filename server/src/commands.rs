@@ -25,9 +25,12 @@ use crate::{demo, site, web};
 /// How often expired sign-in sessions are deleted.
 const SESSION_CLEANUP_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// Opens the database (creating a SQLite file's directory if needed) and brings its schema
-/// up to date.
-pub async fn open_database(database_url: &str) -> anyhow::Result<DatabaseConnection> {
+/// Opens the database (creating a SQLite file's directory if needed), brings its schema up
+/// to date, and returns a pool of `max_connections`.
+pub async fn open_database(
+    database_url: &str,
+    max_connections: u32,
+) -> anyhow::Result<DatabaseConnection> {
     if let Some(dir) = sqlite_directory(database_url) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the database directory {}", dir.display()))?;
@@ -36,7 +39,7 @@ pub async fn open_database(database_url: &str) -> anyhow::Result<DatabaseConnect
     queue::database::migrate::<Migrator>(database_url)
         .await
         .with_context(|| format!("migrating the database {}", redact(database_url)))?;
-    let db = queue::database::connect(database_url, queue::database::DEFAULT_MAX_CONNECTIONS)
+    let db = queue::database::connect(database_url, max_connections)
         .await
         .with_context(|| format!("opening the database {}", redact(database_url)))?;
     Ok(db)
@@ -44,7 +47,11 @@ pub async fn open_database(database_url: &str) -> anyhow::Result<DatabaseConnect
 
 /// `serve`: the dashboard and API until SIGINT/SIGTERM.
 pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
-    let db = open_database(database_url).await?;
+    let db = open_database(database_url, options.worker_connections).await?;
+    // People's own pool: busy workers never keep a page or a sign-in waiting for a connection.
+    let people_db = queue::database::connect(database_url, options.dashboard_connections)
+        .await
+        .with_context(|| format!("opening the database {}", redact(database_url)))?;
     if options.demo {
         demo::ensure_demo_data(&db, options.demo_people).await?;
     }
@@ -79,12 +86,13 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     .await
     .context("starting the task queue")?;
     tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
+    let people_store = runtime.store().on_pool(people_db.clone());
     tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
-        runtime.store().clone(),
+        people_store.clone(),
     )));
     let mut state = AppState::new(
-        db,
-        runtime.store().clone(),
+        people_db,
+        people_store,
         BulkSettings {
             exports_dir: options.exports_dir.clone(),
             export_row_cap: options.export_row_cap,
@@ -153,14 +161,14 @@ fn registry(options: &ServeOptions) -> anyhow::Result<Registry> {
 
 /// `migrate`.
 pub async fn migrate(database_url: &str) -> anyhow::Result<()> {
-    open_database(database_url).await?;
+    open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     println!("The database schema is up to date.");
     Ok(())
 }
 
 /// `seed --people N`.
 pub async fn seed(database_url: &str, args: SeedArgs) -> anyhow::Result<()> {
-    let db = open_database(database_url).await?;
+    let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     let coaches = caseload::users::ids_with_role(&db, Role::Staff).await?;
     let started = std::time::Instant::now();
     let added = seed_people(
@@ -181,7 +189,7 @@ pub async fn seed(database_url: &str, args: SeedArgs) -> anyhow::Result<()> {
 
 /// `create-user`.
 pub async fn create_user_command(database_url: &str, args: CreateUserArgs) -> anyhow::Result<()> {
-    let db = open_database(database_url).await?;
+    let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     let role: Role = args.role.parse()?;
     let (password, generated) = match args.password {
         Some(password) => (password, false),

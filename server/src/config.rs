@@ -12,6 +12,9 @@ use crate::smtp_settings::{RelayAddress, RelayUrl};
 /// embedded SQLite file under `data/`, created on first start.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/bulkq.db?mode=rwc";
 
+/// Default `--dashboard-connections`.
+pub const DASHBOARD_CONNECTIONS_DEFAULT: u32 = 8;
+
 /// bulkq: bulk actions on a caseload, run by a transactional task queue.
 #[derive(Debug, Parser)]
 #[command(version, about)]
@@ -70,6 +73,15 @@ pub struct ServeOptions {
     /// How many people the demo caseload gets on first start.
     #[arg(long, env = "BULKQ_DEMO_PEOPLE", default_value_t = 10_000)]
     pub demo_people: u64,
+    /// Database connections of the task queue (workers, claims, upkeep).
+    #[arg(long, env = "BULKQ_WORKER_CONNECTIONS", default_value_t = queue::database::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(2..=1_000))]
+    pub worker_connections: u32,
+    /// Database connections kept for people (pages, sign-ins, submissions, live updates),
+    /// which the workers can never take however busy they are.
+    #[arg(long, env = "BULKQ_DASHBOARD_CONNECTIONS", default_value_t = DASHBOARD_CONNECTIONS_DEFAULT,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub dashboard_connections: u32,
     /// Tasks this node executes at once (its executor slots).
     #[arg(long, env = "BULKQ_WORKERS", default_value_t = queue::runtime::WORKERS_DEFAULT)]
     pub workers: usize,
@@ -229,6 +241,8 @@ mod tests {
         assert!(!serve.demo);
         assert_eq!(serve.demo_people, 10_000);
         assert_eq!(serve.workers, 16);
+        assert_eq!(serve.worker_connections, 16);
+        assert_eq!(serve.dashboard_connections, 8);
         assert_eq!(serve.shutdown_grace, Duration::from_secs(30));
         assert_eq!(serve.exports_dir, PathBuf::from("data/exports"));
         assert_eq!(serve.export_row_cap, 1_000_000);

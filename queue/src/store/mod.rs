@@ -130,6 +130,13 @@ impl Store {
         Ok(self)
     }
 
+    /// This store on another pool of the same database, sharing its signals (wake-ups,
+    /// events, the SQLite write gate): so the dashboard can have connections the workers
+    /// can never take, while its enqueues still wake them.
+    pub fn on_pool(&self, db: DatabaseConnection) -> Store {
+        Store { db, ..self.clone() }
+    }
+
     pub fn db(&self) -> &DatabaseConnection {
         &self.db
     }
