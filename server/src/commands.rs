@@ -39,19 +39,24 @@ pub async fn open_database(
     queue::database::migrate::<Migrator>(database_url)
         .await
         .with_context(|| format!("migrating the database {}", redact(database_url)))?;
-    let db = queue::database::connect(database_url, max_connections)
+    connect_pool(database_url, max_connections).await
+}
+
+/// A pool of `max_connections` on the (migrated) database.
+async fn connect_pool(
+    database_url: &str,
+    max_connections: u32,
+) -> anyhow::Result<DatabaseConnection> {
+    queue::database::connect(database_url, max_connections)
         .await
-        .with_context(|| format!("opening the database {}", redact(database_url)))?;
-    Ok(db)
+        .with_context(|| format!("opening the database {}", redact(database_url)))
 }
 
 /// `serve`: the dashboard and API until SIGINT/SIGTERM.
 pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
     let db = open_database(database_url, options.worker_connections).await?;
     // People's own pool: busy workers never keep a page or a sign-in waiting for a connection.
-    let people_db = queue::database::connect(database_url, options.dashboard_connections)
-        .await
-        .with_context(|| format!("opening the database {}", redact(database_url)))?;
+    let people_db = connect_pool(database_url, options.dashboard_connections).await?;
     if options.demo {
         demo::ensure_demo_data(&db, options.demo_people).await?;
     }

@@ -46,15 +46,10 @@ pub const EMAIL: &str = "caseload.email";
 /// little, memory stays low and SQLite's single writer is not held for long.
 ///
 /// Why 5,000 and not 1,000: on SQLite a batch's cost is mostly the index pages it rewrites,
-/// and a status change moves each person to a random place in the name-ordered status
-/// index, so a batch of 1,000 rewrote about 2,500 pages (10 MB of WAL, written and synced
-/// at its commit). Five times as many people share many of those pages: a status change of
-/// a million people, on copies of one seeded SQLite database run back to back, took 83.8
-/// and 78.9 s in batches of 5,000 against 109.7 and 116.1 s in batches of 1,000 (10,000:
-/// 59.2 s, but 156 MiB peak RSS against 90–111 MiB). PostgreSQL did not mind (75.2 and
-/// 61.8 s against 64.9 and 65.2 s; ADR 0015 has the evidence). The cost: a batch holds
-/// SQLite's write lock for about 0.4 s instead of 0.1 s, so other writers (claims, other
-/// tasks' batches) may wait that long during a large bulk action.
+/// and people moved to a new status land all over the status index, so five times as many
+/// people per batch share many of those pages and a large status change runs markedly
+/// faster; PostgreSQL does not mind. The cost: a batch holds SQLite's write lock longer.
+/// `docs/adr/0015-bulk-batches.md` has the figures.
 pub const BATCH_SIZE_DEFAULT: u64 = 5_000;
 
 /// What the executors need from the host.

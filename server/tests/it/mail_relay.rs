@@ -67,20 +67,42 @@ async fn the_right_password_delivers_once_per_person(db: TestDatabase) {
     );
 }
 
+/// Emails through `relay` with `password` (trusting its certificate when `trust`) and checks
+/// that the task failed with a reason containing `reason` and nothing was delivered.
+async fn fails_with(
+    db: &TestDatabase,
+    relay: &TlsRelay,
+    password: &str,
+    trust: bool,
+    reason: &str,
+) {
+    let (status, stored) = email_through(db, settings(relay, password, trust)).await;
+    assert_eq!(status, TaskStatus::Failure, "{stored:?}");
+    let stored = stored.unwrap();
+    assert!(stored.contains(reason), "{stored}");
+    assert!(relay.received().is_empty());
+}
+
 async fn a_wrong_password_fails_the_task_with_the_reason(db: TestDatabase) {
     let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
-    let (status, reason) = email_through(&db, settings(&relay, "battery staple", true)).await;
-    assert_eq!(status, TaskStatus::Failure, "{reason:?}");
-    let reason = reason.unwrap();
-    assert!(reason.contains("refused our credentials"), "{reason}");
-    assert!(relay.received().is_empty());
+    fails_with(
+        &db,
+        &relay,
+        "battery staple",
+        true,
+        "refused our credentials",
+    )
+    .await;
 }
 
 async fn an_untrusted_certificate_fails_the_task_with_the_reason(db: TestDatabase) {
     let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
-    let (status, reason) = email_through(&db, settings(&relay, "correct horse", false)).await;
-    assert_eq!(status, TaskStatus::Failure, "{reason:?}");
-    let reason = reason.unwrap();
-    assert!(reason.contains("no trusted TLS connection"), "{reason}");
-    assert!(relay.received().is_empty());
+    fails_with(
+        &db,
+        &relay,
+        "correct horse",
+        false,
+        "no trusted TLS connection",
+    )
+    .await;
 }
