@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use queue::id_list::id_in;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -84,7 +84,8 @@ pub async fn change_status<C: ConnectionTrait>(
     check_batch_size(person_ids)?;
     change.validate(db).await?;
     // Locked on PostgreSQL so the `from_status` recorded is the one replaced (SQLite has a
-    // single writer and ignores the clause).
+    // single writer and ignores the clause), in id order, so two tasks changing the same
+    // people wait for each other instead of deadlocking.
     let current: Vec<(Uuid, Option<Uuid>, String)> = person::Entity::find()
         .select_only()
         .column(person::Column::Id)
@@ -95,6 +96,7 @@ pub async fn change_status<C: ConnectionTrait>(
             person::Column::Id,
             person_ids.iter().copied(),
         ))
+        .order_by_asc(person::Column::Id)
         .lock_exclusive()
         .into_tuple()
         .all(db)

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::DatabaseTransaction;
+use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, Statement};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -177,19 +177,36 @@ impl TaskContext {
         self.task.progress_total
     }
 
-    /// Whether a second batch of this task may be begun now, beside an open one (to be
-    /// committed after it): on PostgreSQL when a pooled connection is idle at this moment;
-    /// never on SQLite, where a batch holds the store's one write slot and a second would
-    /// wait for the first forever.
+    /// Begins a second batch of this task beside the open `first`, to be committed after it,
+    /// where that can speed the task up: on PostgreSQL when a pooled connection is idle at
+    /// this moment; never on SQLite, where a batch holds the store's one write slot and a
+    /// second would wait for the first forever. `None` means: go on with one batch.
     ///
     /// Only an idle connection: if tasks that each hold one connection all waited for a
     /// second, none would ever finish. A task that finds one idle here may still wait
     /// briefly, when another takes it first, but then whoever took the last connection is
     /// not waiting (it holds its pair, or found none idle and goes on with one batch), so
     /// the wait ends.
-    pub fn may_begin_second_batch(&self) -> bool {
-        self.store.backend() == sea_orm::DbBackend::Postgres
-            && self.store.db().get_postgres_connection_pool().num_idle() > 0
+    ///
+    /// Commit `first` as soon as its work is done, and the second only after
+    /// [`BatchTurn::wait`]: that wait is a lock the database sees, so when two tasks' batches
+    /// wait on each other's rows its deadlock detector ends one of them (a transient error)
+    /// instead of both waiting forever on each other's commit.
+    pub async fn begin_following_batch(
+        &self,
+        first: &WriteTransaction,
+    ) -> Result<Option<FollowingBatch>, TaskError> {
+        let spare = self.store.backend() == DbBackend::Postgres
+            && self.store.db().get_postgres_connection_pool().num_idle() > 0;
+        if !spare {
+            return Ok(None);
+        }
+        let turn = BatchTurn {
+            key: format!("batch-turn:{}", self.task.id),
+        };
+        turn.lock(first).await?;
+        let txn = self.begin_batch().await?;
+        Ok(Some(FollowingBatch { txn, turn }))
     }
 
     /// Fires when the work should stop: shutdown, timeout, or the task was taken away
@@ -288,5 +305,37 @@ impl TaskContext {
         };
         self.batch(move |_| Box::pin(async move { Ok(checkpoint) }))
             .await
+    }
+}
+
+/// A batch begun beside an open one of the same task (see
+/// [`TaskContext::begin_following_batch`]): its transaction, and its turn to commit.
+pub struct FollowingBatch {
+    pub txn: WriteTransaction,
+    pub turn: BatchTurn,
+}
+
+/// The right of a following batch to commit, once the batch before it has ended.
+pub struct BatchTurn {
+    /// The PostgreSQL advisory lock both batches take, by name.
+    key: String,
+}
+
+impl BatchTurn {
+    /// Waits, inside `txn` (the following batch's), until the batch before it has committed
+    /// or rolled back; then `txn` may commit.
+    pub async fn wait(self, txn: &WriteTransaction) -> Result<(), TaskError> {
+        self.lock(txn).await
+    }
+
+    /// Takes the turn's transaction-scoped advisory lock in `txn`, waiting for whoever holds it.
+    async fn lock(&self, txn: &WriteTransaction) -> Result<(), TaskError> {
+        txn.execute_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            [self.key.clone().into()],
+        ))
+        .await?;
+        Ok(())
     }
 }

@@ -98,7 +98,9 @@ pub mod testing;
 pub use amqp::AmqpConfig;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{QueueError, TaskError};
-pub use executor::{BatchFuture, ComponentConfig, Registry, TaskContext, TaskExecutor};
+pub use executor::{
+    BatchFuture, BatchTurn, ComponentConfig, FollowingBatch, Registry, TaskContext, TaskExecutor,
+};
 pub use periodic::{PeriodicContext, PeriodicJob, PeriodicJobStatus, PeriodicTask, Schedule};
 pub use runtime::{Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport};
 pub use state::{AttemptInfo, AttemptOutcome, RetryPolicy, TaskStatus, Transition, after_attempt};

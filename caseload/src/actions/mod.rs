@@ -13,6 +13,7 @@
 mod executors;
 pub mod export_files;
 pub mod idempotency;
+mod pace;
 pub mod report;
 pub mod spec;
 pub mod submit;
@@ -41,7 +42,8 @@ pub const WATCH: &str = "caseload.watch";
 pub const UNWATCH: &str = "caseload.unwatch";
 pub const EMAIL: &str = "caseload.email";
 
-/// People per batch (and per checkpoint) when the configuration names no other number: big
+/// The most people per batch (and per checkpoint) when the configuration names no other
+/// number; within it, batches are sized by elapsed time (`pace.rs`). Big
 /// enough that the per-batch cost is small per person, small enough that a crash repeats
 /// little, memory stays low and SQLite's single writer is not held for long.
 ///

@@ -5,12 +5,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Instant;
 
 use queue::{Checkpoint, TaskContext, TaskError, WriteTransaction};
 use sea_orm::Condition;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::pace::BatchPace;
 use super::report::ActionReport;
 use super::target::{Cursor, Target, TargetBatch};
 use crate::CaseloadError;
@@ -48,7 +50,9 @@ pub(crate) struct Step {
 pub(crate) struct Walk<E> {
     target: Target,
     reach: Reach,
-    batch_size: u64,
+    pace: BatchPace,
+    /// When the batch now open was begun, and its rows: how the pace learns.
+    open_batch: Option<(Instant, u64)>,
     /// The state to commit with the next batch.
     pub progress: Progress<E>,
     /// A progress total to store with the next commit.
@@ -63,13 +67,12 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
         reach: Reach,
         batch_size: u64,
     ) -> Result<Self, TaskError> {
-        let progress = serde_json::from_value(ctx.checkpoint().clone())
-            .map_err(|e| TaskError::permanent(format!("unreadable checkpoint: {e}")))?;
         Ok(Walk {
             target,
             reach,
-            batch_size,
-            progress,
+            pace: BatchPace::new(batch_size),
+            open_batch: None,
+            progress: last_checkpoint(ctx)?,
             new_total: None,
         })
     }
@@ -96,6 +99,16 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
             return Ok(Next::End(None));
         }
         let txn = ctx.begin_batch().await?;
+        self.continue_in(ctx, txn).await
+    }
+
+    /// Takes the next batch of the target in `txn`, a batch transaction already begun.
+    async fn continue_in(
+        &mut self,
+        ctx: &TaskContext,
+        txn: WriteTransaction,
+    ) -> Result<Next, TaskError> {
+        let began = Instant::now();
         let actor = Actor::load(&*txn, ctx.run_as_id())
             .await
             .map_err(task_error)?;
@@ -110,7 +123,7 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
         }
         let batch = self
             .target
-            .next_batch(&*txn, scope, &self.progress.cursor, self.batch_size)
+            .next_batch(&*txn, scope, &self.progress.cursor, self.pace.rows())
             .await
             .map_err(task_error)?;
         if batch.is_empty() {
@@ -118,7 +131,16 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
             return Ok(Next::End(Some(txn)));
         }
         self.progress.cursor = batch.next.clone();
+        self.open_batch = Some((began, batch.ids.len() as u64));
         Ok(Next::Batch(Step { txn, actor, batch }))
+    }
+
+    /// Goes back to the last committed checkpoint, forgetting batches begun since.
+    fn rewind(&mut self, ctx: &TaskContext) -> Result<(), TaskError> {
+        self.progress = last_checkpoint(ctx)?;
+        self.new_total = None;
+        self.open_batch = None;
+        Ok(())
     }
 
     /// Ends the walk with the next commit; the progress total becomes the people visited.
@@ -134,7 +156,11 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
         txn: WriteTransaction,
     ) -> Result<(), TaskError> {
         let total = self.new_total.take();
-        commit_progress(ctx, txn, &self.progress, total).await
+        commit_progress(ctx, txn, &self.progress, total).await?;
+        if let Some((began, rows)) = self.open_batch.take() {
+            self.pace.record(rows, began.elapsed());
+        }
+        Ok(())
     }
 }
 
@@ -144,9 +170,9 @@ pub(crate) type BatchWork<'s> =
 
 impl Walk<()> {
     /// Runs `work` on every batch of the walk and commits each with its progress, in
-    /// order. Where [`TaskContext::may_begin_second_batch`] allows (PostgreSQL, with a
+    /// order. Where [`TaskContext::begin_following_batch`] allows (PostgreSQL, with a
     /// connection to spare), two batches run at once, each in its own transaction on its
-    /// own connection, and are committed one after the other.
+    /// own connection: the first commits as soon as its work is done, the second after it.
     ///
     /// Why: one batch keeps one database backend busy while the other core waits (a
     /// status change of a million people on PostgreSQL kept a 2-core machine 47 % idle).
@@ -158,47 +184,84 @@ impl Walk<()> {
     where
         F: for<'s> Fn(&'s Step) -> BatchWork<'s>,
     {
+        let mut alone = false;
         loop {
             let first = match self.begin_next(ctx).await? {
                 Next::Batch(step) => step,
                 Next::End(Some(txn)) => return self.commit(ctx, txn).await,
                 Next::End(None) => return Ok(()),
             };
-            if !ctx.may_begin_second_batch() {
+            let following = match alone {
+                true => None,
+                false => ctx.begin_following_batch(&first.txn).await?,
+            };
+            let Some(following) = following else {
+                alone = false;
                 let report = work(&first).await?;
                 self.progress.report.add(&report);
                 self.commit(ctx, first.txn).await?;
                 continue;
-            }
-            let second = self.begin_next(ctx).await?;
-            let (first_report, second_report) = match &second {
-                Next::Batch(step) => {
-                    let (first, second) = tokio::join!(work(&first), work(step));
-                    (first?, Some(second?))
-                }
-                Next::End(_) => (work(&first).await?, None),
             };
-            self.progress.report.add(&first_report);
-            let after_first = Progress {
-                cursor: first.batch.next.clone(),
-                finished: false,
-                report: self.progress.report.clone(),
-                extra: (),
-            };
+            let second = self.continue_in(ctx, following.txn).await?;
             // The total was counted in the first batch's transaction: it goes with its commit,
             // unless the walk ended with it (the end's commit sets the total visited).
             let total = match second {
                 Next::Batch(_) => self.new_total.take(),
                 Next::End(_) => None,
             };
-            commit_progress(ctx, first.txn, &after_first, total).await?;
-            match (second, second_report) {
-                (Next::Batch(step), Some(report)) => {
-                    self.progress.report.add(&report);
-                    self.commit(ctx, step.txn).await?;
+            let report_before = self.progress.report.clone();
+            let work = &work;
+            let first_ctx = &mut *ctx;
+            let first_committed = async move {
+                let mut after_first = Progress {
+                    cursor: first.batch.next.clone(),
+                    finished: false,
+                    report: report_before,
+                    extra: (),
+                };
+                after_first.report.add(&work(&first).await?);
+                commit_progress(first_ctx, first.txn, &after_first, total).await?;
+                Ok::<_, TaskError>(after_first.report)
+            };
+            let turn = following.turn;
+            let second_ready = async move {
+                let report: Option<BatchReport> = match &second {
+                    Next::Batch(step) => {
+                        let report = work(step).await?;
+                        turn.wait(&step.txn).await?;
+                        Some(report)
+                    }
+                    Next::End(Some(txn)) => {
+                        turn.wait(txn).await?;
+                        None
+                    }
+                    Next::End(None) => None,
+                };
+                Ok::<_, TaskError>((second, report))
+            };
+            let (first_committed, second_ready) = tokio::join!(first_committed, second_ready);
+            // A failed batch rolled back, and the second, if the first failed, with it.
+            let (second, second_report) = match (first_committed, second_ready) {
+                (Ok(report), Ok(second)) => {
+                    self.progress.report = report;
+                    second
                 }
-                (Next::End(Some(txn)), _) => return self.commit(ctx, txn).await,
-                _ => return Ok(()),
+                (Err(TaskError::Transient(_)), _) | (Ok(_), Err(TaskError::Transient(_))) => {
+                    // Most likely the database ended a deadlock with another task's pair of
+                    // batches: go on from the last commit, with one batch, in this attempt.
+                    self.rewind(ctx)?;
+                    alone = true;
+                    continue;
+                }
+                (Err(error), _) | (_, Err(error)) => return Err(error),
+            };
+            if let Some(report) = second_report {
+                self.progress.report.add(&report);
+            }
+            match second {
+                Next::Batch(step) => self.commit(ctx, step.txn).await?,
+                Next::End(Some(txn)) => return self.commit(ctx, txn).await,
+                Next::End(None) => return Ok(()),
             }
         }
     }
@@ -209,6 +272,12 @@ enum Next {
     Batch(Step),
     /// The end of the target, with the transaction to commit it in (`None`: already done).
     End(Option<WriteTransaction>),
+}
+
+/// The progress the task last committed (the default before its first batch).
+fn last_checkpoint<E: DeserializeOwned + Default>(ctx: &TaskContext) -> Result<Progress<E>, TaskError> {
+    serde_json::from_value(ctx.checkpoint().clone())
+        .map_err(|e| TaskError::permanent(format!("unreadable checkpoint: {e}")))
 }
 
 /// Commits `txn` with `progress` as the checkpoint (and `total` as the progress total).

@@ -13,6 +13,7 @@ mod idempotency;
 mod mail_relay;
 mod metrics;
 mod nodes;
+mod overlapping_actions;
 mod people_first;
 mod queue_health;
 mod rendering;

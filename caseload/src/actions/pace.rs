@@ -1,0 +1,104 @@
+//! Batch sizes by elapsed time: a bulk action's batch holds its transaction (on SQLite, the
+//! one write lock every person's sign-in and submission waits for) for about
+//! [`BATCH_TIME_TARGET`], whatever a row costs, and never more rows than configured.
+
+use std::time::Duration;
+
+/// How long one batch should hold its transaction: a person whose write waits behind a
+/// batch waits at most about this long (ADR 0033).
+pub(crate) const BATCH_TIME_TARGET: Duration = Duration::from_millis(100);
+
+/// The first batch of a walk, before its cost per row is known.
+const FIRST_BATCH_ROWS: u64 = 500;
+
+/// The smallest batch: below it, a batch's fixed cost (its commit) would dominate.
+const MIN_BATCH_ROWS: u64 = 20;
+
+/// The size of a walk's next batch, learnt from how long the previous ones took.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BatchPace {
+    max_rows: u64,
+    next_rows: u64,
+}
+
+impl BatchPace {
+    /// A pace for batches of at most `max_rows` (at least one).
+    pub fn new(max_rows: u64) -> Self {
+        let max_rows = max_rows.max(1);
+        BatchPace {
+            max_rows,
+            next_rows: FIRST_BATCH_ROWS.min(max_rows),
+        }
+    }
+
+    /// How many rows the next batch takes.
+    pub fn rows(&self) -> u64 {
+        self.next_rows
+    }
+
+    /// Learns from a batch of `rows` that held its transaction for `took`: the next batch
+    /// takes as many rows as fit in the target at that cost, growing at most twofold (one
+    /// lucky batch is no rate), never below the minimum nor above the maximum.
+    pub fn record(&mut self, rows: u64, took: Duration) {
+        if rows == 0 {
+            return;
+        }
+        let per_row = (took.as_nanos() / u128::from(rows)).max(1);
+        let fit = u64::try_from(BATCH_TIME_TARGET.as_nanos() / per_row).unwrap_or(u64::MAX);
+        let floor = MIN_BATCH_ROWS.min(self.max_rows);
+        self.next_rows = fit
+            .min(self.next_rows.saturating_mul(2))
+            .clamp(floor, self.max_rows);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_small_and_grows_at_most_twofold_to_the_maximum() {
+        let mut pace = BatchPace::new(5_000);
+        assert_eq!(pace.rows(), FIRST_BATCH_ROWS);
+        // Cheap rows: 1 µs each, 100,000 would fit.
+        pace.record(500, Duration::from_micros(500));
+        assert_eq!(pace.rows(), 1_000);
+        pace.record(1_000, Duration::from_millis(1));
+        assert_eq!(pace.rows(), 2_000);
+        pace.record(2_000, Duration::from_millis(2));
+        pace.record(4_000, Duration::from_millis(4));
+        assert_eq!(pace.rows(), 5_000);
+    }
+
+    #[test]
+    fn shrinks_at_once_to_what_fits_in_the_target() {
+        let mut pace = BatchPace::new(5_000);
+        // 1 ms a row: 100 fit in 100 ms.
+        pace.record(500, Duration::from_millis(500));
+        assert_eq!(pace.rows(), 100);
+        // Then rows get cheaper again.
+        pace.record(100, Duration::from_millis(10));
+        assert_eq!(pace.rows(), 200);
+    }
+
+    #[test]
+    fn stays_within_the_minimum_and_the_configured_maximum() {
+        let mut pace = BatchPace::new(5_000);
+        pace.record(500, Duration::from_secs(60));
+        assert_eq!(pace.rows(), MIN_BATCH_ROWS);
+        let mut small = BatchPace::new(7);
+        assert_eq!(small.rows(), 7);
+        small.record(7, Duration::from_secs(60));
+        assert_eq!(small.rows(), 7);
+        small.record(7, Duration::ZERO);
+        assert_eq!(small.rows(), 7);
+        assert_eq!(BatchPace::new(0).rows(), 1);
+    }
+
+    #[test]
+    fn an_empty_batch_teaches_nothing() {
+        let mut pace = BatchPace::new(5_000);
+        pace.record(0, Duration::from_secs(5));
+        assert_eq!(pace.rows(), FIRST_BATCH_ROWS);
+    }
+}
