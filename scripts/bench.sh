@@ -6,6 +6,9 @@
 #   2. The caseload at scale (caseload/examples/scale): seed, search (200 mixed queries),
 #      export of everyone, email to everyone GRADUATED (~100,000), status change of
 #      everyone; each step in its own process, so each peak RSS is that step's own.
+#   3. People under load (server/examples/people_under_load): eight staff using the
+#      dashboard of a node while its queue works off their Watch tasks, against the same
+#      backlog worked off alone.
 #
 # Prints each program's table and one JSON line per scenario; all JSON lines are also
 # collected in target/bench/results-<time>.jsonl.
@@ -13,6 +16,7 @@
 #   BENCH_PEOPLE=1000000   people in the bulk scenarios' caseload
 #   BENCH_QUEUE_ARGS=...   arguments for queue_bench (e.g. "--tasks 5000 --aged 100000")
 #   BENCH_SKIP_BULK=1      run only the queue scenarios
+#   BENCH_OFFICE_PEOPLE=100000 BENCH_OFFICE_SECONDS=60   size of "people under load"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +36,7 @@ collect() {
 
 step "release build of the benchmarks"
 cargo build --release --quiet --features queue/testing,caseload/testing \
-  -p queue --example queue_bench -p caseload --example scale
+  -p queue --example queue_bench -p caseload --example scale -p server --example people_under_load
 
 pg_server=$(scripts/postgres-url.sh)
 if [ -n "$pg_server" ]; then
@@ -62,6 +66,17 @@ if [ -z "${BENCH_SKIP_BULK:-}" ]; then
       step "bulk at $people people: $what ($url)"
       collect target/release/examples/scale "$url" "$people" "$what"
     done
+  done
+  rm -f "$out"/bulk.db*
+  [ -n "$pg_server" ] && psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench"
+
+  office_people="${BENCH_OFFICE_PEOPLE:-100000}"
+  office_seconds="${BENCH_OFFICE_SECONDS:-60}"
+  for url in "${urls[@]}"; do
+    [[ $url == postgres* ]] && psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench" \
+      -c "CREATE DATABASE bulkq_bench"
+    step "people under load: $office_people people, $office_seconds s ($url)"
+    collect target/release/examples/people_under_load "$url" "$office_people" "$office_seconds"
   done
   rm -f "$out"/bulk.db*
   [ -n "$pg_server" ] && psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench"

@@ -8,12 +8,13 @@ use std::time::Duration;
 use anyhow::Context;
 use app::api::login_throttle::LoginThrottle;
 use app::api::ssr::{AppState, BulkSettings};
+use axum::Router;
 use caseload::actions::ActionsConfig;
 use caseload::email::Mailer;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
 use migration::Migrator;
-use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, Store};
+use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
@@ -52,8 +53,16 @@ async fn connect_pool(
         .with_context(|| format!("opening the database {}", redact(database_url)))
 }
 
-/// `serve`: the dashboard and API until SIGINT/SIGTERM.
-pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
+/// A node as `serve` runs it: the dashboard and API, and the queue runtime working the
+/// same database.
+pub struct Node {
+    pub router: Router,
+    pub runtime: RuntimeHandle,
+}
+
+/// Opens the database and starts the queue and the web app as `serve` does, without
+/// listening: `serve` binds the router to its address, a benchmark drives it in-process.
+pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::Result<Node> {
     let db = open_database(database_url, options.worker_connections).await?;
     // People's own pool: busy workers never keep a page or a sign-in waiting for a connection.
     let people_db = connect_pool(database_url, options.dashboard_connections).await?;
@@ -86,7 +95,7 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
             ..RuntimeConfig::default()
         },
         store,
-        registry(&options)?,
+        registry(options)?,
     )
     .await
     .context("starting the task queue")?;
@@ -115,6 +124,12 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
             trust_forwarded_for: options.trust_forwarded_for,
         },
     );
+    Ok(Node { router, runtime })
+}
+
+/// `serve`: the dashboard and API until SIGINT/SIGTERM.
+pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
+    let Node { router, runtime } = start_node(database_url, &options).await?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;

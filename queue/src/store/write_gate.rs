@@ -3,11 +3,14 @@
 //! background (batches, claims, completions, upkeep), so a person waits for at most the
 //! write in progress, never for the queue of batches behind it.
 //!
-//! Within a class it is first come, first served. The background waits while people do; a
-//! dashboard writes little and briefly, so it cannot starve the queue.
+//! Within a class it is first come, first served. The background waits while people write,
+//! but after [`PEOPLE_FIRST_LIMIT`] of people's writes in a row it gets one turn: an office
+//! submitting back to back once kept every batch, claim and completion waiting, and the
+//! queue did nothing at all.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -25,11 +28,19 @@ pub(crate) struct WriteGate {
     state: Mutex<GateState>,
 }
 
+/// How long people's writes may go ahead of waiting background work in a row before the
+/// background gets one turn (ADR 0035). About one batch (ADR 0033): under an unbroken stream
+/// of people's writes the background still gets about half the writer, and a person waits at
+/// most for one batch besides the people ahead.
+pub(crate) const PEOPLE_FIRST_LIMIT: Duration = Duration::from_millis(100);
+
 #[derive(Debug, Default)]
 struct GateState {
     held: bool,
     interactive: VecDeque<oneshot::Sender<()>>,
     background: VecDeque<oneshot::Sender<()>>,
+    /// Since when people have gone ahead of waiting background work without a break.
+    people_first_since: Option<Instant>,
 }
 
 /// The write slot, held until dropped; then it passes to the next waiter.
@@ -72,19 +83,35 @@ impl WriteGate {
         WritePass { gate: self.clone() }
     }
 
-    /// Gives the slot to the next waiter (people first), or frees it.
+    /// Gives the slot to the next waiter (people first, unless they have gone first for
+    /// [`PEOPLE_FIRST_LIMIT`] while the background waited), or frees it.
     fn hand_on(&self) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            let next = match state.interactive.pop_front() {
-                Some(next) => next,
-                None => match state.background.pop_front() {
-                    Some(next) => next,
-                    None => {
-                        state.held = false;
-                        return;
+            if state.background.is_empty() {
+                state.people_first_since = None;
+            }
+            let background_turn = state
+                .people_first_since
+                .is_some_and(|since| since.elapsed() >= PEOPLE_FIRST_LIMIT);
+            let next = match (background_turn, state.interactive.is_empty()) {
+                (false, false) => {
+                    if !state.background.is_empty() {
+                        state.people_first_since.get_or_insert_with(Instant::now);
                     }
-                },
+                    state.interactive.pop_front()
+                }
+                _ => {
+                    state.people_first_since = None;
+                    state
+                        .background
+                        .pop_front()
+                        .or_else(|| state.interactive.pop_front())
+                }
+            };
+            let Some(next) = next else {
+                state.held = false;
+                return;
             };
             // A waiter that gave up (timed out) is skipped.
             if next.send(()).is_ok() {
@@ -148,6 +175,36 @@ mod tests {
         assert_eq!(
             *order.lock().unwrap(),
             ["sign-in", "submit", "batch 1", "batch 2", "batch 3"]
+        );
+    }
+
+    #[tokio::test]
+    async fn background_gets_a_turn_after_people_went_first_for_the_limit() {
+        let gate = Arc::new(WriteGate::default());
+        let held = gate.enter(WriteClass::Interactive).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        // Six people's writes of 30 ms each, queued behind one batch: 180 ms in all.
+        let writers = std::iter::once(("batch", WriteClass::Background))
+            .chain(["1", "2", "3", "4", "5", "6"].map(|name| (name, WriteClass::Interactive)));
+        for (name, class) in writers {
+            let (gate, order) = (gate.clone(), order.clone());
+            waiters.push(tokio::spawn(async move {
+                let _pass = gate.enter(class).await;
+                order.lock().unwrap().push(name);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(held);
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        let order = order.lock().unwrap();
+        let batch = order.iter().position(|name| *name == "batch").unwrap();
+        assert!(
+            (1..5).contains(&batch),
+            "people went first, then the batch before the last of them: {order:?}"
         );
     }
 
