@@ -275,7 +275,9 @@ enum Next {
 }
 
 /// The progress the task last committed (the default before its first batch).
-fn last_checkpoint<E: DeserializeOwned + Default>(ctx: &TaskContext) -> Result<Progress<E>, TaskError> {
+fn last_checkpoint<E: DeserializeOwned + Default>(
+    ctx: &TaskContext,
+) -> Result<Progress<E>, TaskError> {
     serde_json::from_value(ctx.checkpoint().clone())
         .map_err(|e| TaskError::permanent(format!("unreadable checkpoint: {e}")))
 }
