@@ -209,6 +209,12 @@ impl TaskContext {
         Ok(Some(FollowingBatch { txn, turn }))
     }
 
+    /// Whether people are writing through this node now (see [`Store::people_writing`]):
+    /// background work should then keep its transactions short.
+    pub fn people_writing(&self) -> bool {
+        self.store.people_writing()
+    }
+
     /// Fires when the work should stop: shutdown, timeout, or the task was taken away
     /// (abandoned, rescued). Long steps outside batches should watch it.
     pub fn cancellation(&self) -> &CancellationToken {

@@ -175,8 +175,8 @@ pub struct ServeOptions {
     /// proxy, leave it off: clients could then claim any address.
     #[arg(long, env = "BULKQ_TRUST_FORWARDED_FOR")]
     pub trust_forwarded_for: bool,
-    /// The most people per batch (and per checkpoint) of a bulk action; within it, batches
-    /// are sized to hold their transaction about 100 ms.
+    /// The most people per batch (and per checkpoint) of a bulk action; while people are
+    /// writing, batches are sized to hold their transaction about 100 ms.
     #[arg(long, env = "BULKQ_BATCH_SIZE", default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub batch_size: u64,

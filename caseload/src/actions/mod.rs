@@ -27,11 +27,12 @@ use queue::{Registry, Task};
 
 use crate::CaseloadError;
 use crate::email::Mailer;
-use executors::email::EmailExecutor;
+use executors::email::{EMAIL_BATCH_MAX, EmailExecutor};
 use executors::export::ExportExecutor;
 use executors::status_change::StatusChangeExecutor;
 use executors::watches::{UnwatchExecutor, WatchExecutor};
 pub use export_files::export_file;
+use pace::SharedPace;
 pub use report::ActionReport;
 pub use submit::{ActionRequest, submit};
 
@@ -43,7 +44,7 @@ pub const UNWATCH: &str = "caseload.unwatch";
 pub const EMAIL: &str = "caseload.email";
 
 /// The most people per batch (and per checkpoint) when the configuration names no other
-/// number; within it, batches are sized by elapsed time (`pace.rs`). Big
+/// number; while people are writing, batches are sized by elapsed time (`pace.rs`). Big
 /// enough that the per-batch cost is small per person, small enough that a crash repeats
 /// little, memory stays low and SQLite's single writer is not held for long.
 ///
@@ -79,17 +80,32 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             EXPORT,
             ExportExecutor {
                 exports_dir: config.exports_dir,
-                batch_size,
+                pace: SharedPace::new(batch_size),
             },
         )
-        .register(PROGRAM_STATUS_CHANGE, StatusChangeExecutor { batch_size })
-        .register(WATCH, WatchExecutor { batch_size })
-        .register(UNWATCH, UnwatchExecutor { batch_size })
+        .register(
+            PROGRAM_STATUS_CHANGE,
+            StatusChangeExecutor {
+                pace: SharedPace::new(batch_size),
+            },
+        )
+        .register(
+            WATCH,
+            WatchExecutor {
+                pace: SharedPace::new(batch_size),
+            },
+        )
+        .register(
+            UNWATCH,
+            UnwatchExecutor {
+                pace: SharedPace::new(batch_size),
+            },
+        )
         .register(
             EMAIL,
             EmailExecutor {
                 mailer: config.mailer,
-                batch_size,
+                pace: SharedPace::new(batch_size.min(EMAIL_BATCH_MAX)),
             },
         );
     Ok(())

@@ -1,7 +1,9 @@
-//! Batch sizes by elapsed time: a bulk action's batch holds its transaction (on SQLite, the
-//! one write lock every person's sign-in and submission waits for) for about
-//! [`BATCH_TIME_TARGET`], whatever a row costs, and never more rows than configured.
+//! Batch sizes by elapsed time: while people are writing, a bulk action's batch holds its
+//! transaction (on SQLite, the one write lock every person's sign-in and submission waits
+//! for) for about [`BATCH_TIME_TARGET`], whatever a row costs; otherwise it takes as many
+//! rows as configured, which is faster in all (ADR 0033).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long one batch should hold its transaction: a person whose write waits behind a
@@ -31,9 +33,13 @@ impl BatchPace {
         }
     }
 
-    /// How many rows the next batch takes.
-    pub fn rows(&self) -> u64 {
-        self.next_rows
+    /// How many rows the next batch takes: what fits in the target while people are
+    /// writing (`bounded`), else the most allowed.
+    pub fn rows(&self, bounded: bool) -> u64 {
+        match bounded {
+            true => self.next_rows,
+            false => self.max_rows,
+        }
     }
 
     /// Learns from a batch of `rows` that held its transaction for `took`: the next batch
@@ -52,6 +58,36 @@ impl BatchPace {
     }
 }
 
+/// One action's pace on this node, shared by its tasks: a task of a few batches starts at
+/// the size the ones before it learnt, not from scratch.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedPace(Arc<Mutex<BatchPace>>);
+
+impl SharedPace {
+    pub fn new(max_rows: u64) -> Self {
+        SharedPace(Arc::new(Mutex::new(BatchPace::new(max_rows))))
+    }
+
+    /// See [`BatchPace::rows`].
+    pub fn rows(&self, bounded: bool) -> u64 {
+        self.lock().rows(bounded)
+    }
+
+    /// The most rows a batch may take.
+    pub fn max_rows(&self) -> u64 {
+        self.lock().max_rows
+    }
+
+    /// See [`BatchPace::record`].
+    pub fn record(&self, rows: u64, took: Duration) {
+        self.lock().record(rows, took);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BatchPace> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,15 +95,15 @@ mod tests {
     #[test]
     fn starts_small_and_grows_at_most_twofold_to_the_maximum() {
         let mut pace = BatchPace::new(5_000);
-        assert_eq!(pace.rows(), FIRST_BATCH_ROWS);
+        assert_eq!(pace.rows(true), FIRST_BATCH_ROWS);
         // Cheap rows: 1 µs each, 100,000 would fit.
         pace.record(500, Duration::from_micros(500));
-        assert_eq!(pace.rows(), 1_000);
+        assert_eq!(pace.rows(true), 1_000);
         pace.record(1_000, Duration::from_millis(1));
-        assert_eq!(pace.rows(), 2_000);
+        assert_eq!(pace.rows(true), 2_000);
         pace.record(2_000, Duration::from_millis(2));
         pace.record(4_000, Duration::from_millis(4));
-        assert_eq!(pace.rows(), 5_000);
+        assert_eq!(pace.rows(true), 5_000);
     }
 
     #[test]
@@ -75,30 +111,48 @@ mod tests {
         let mut pace = BatchPace::new(5_000);
         // 1 ms a row: 100 fit in 100 ms.
         pace.record(500, Duration::from_millis(500));
-        assert_eq!(pace.rows(), 100);
+        assert_eq!(pace.rows(true), 100);
         // Then rows get cheaper again.
         pace.record(100, Duration::from_millis(10));
-        assert_eq!(pace.rows(), 200);
+        assert_eq!(pace.rows(true), 200);
     }
 
     #[test]
     fn stays_within_the_minimum_and_the_configured_maximum() {
         let mut pace = BatchPace::new(5_000);
         pace.record(500, Duration::from_secs(60));
-        assert_eq!(pace.rows(), MIN_BATCH_ROWS);
+        assert_eq!(pace.rows(true), MIN_BATCH_ROWS);
         let mut small = BatchPace::new(7);
-        assert_eq!(small.rows(), 7);
+        assert_eq!(small.rows(true), 7);
         small.record(7, Duration::from_secs(60));
-        assert_eq!(small.rows(), 7);
+        assert_eq!(small.rows(true), 7);
         small.record(7, Duration::ZERO);
-        assert_eq!(small.rows(), 7);
-        assert_eq!(BatchPace::new(0).rows(), 1);
+        assert_eq!(small.rows(true), 7);
+        assert_eq!(BatchPace::new(0).rows(true), 1);
+    }
+
+    #[test]
+    fn tasks_sharing_a_pace_start_where_the_last_left_off() {
+        let pace = SharedPace::new(5_000);
+        let other_task = pace.clone();
+        pace.record(500, Duration::from_millis(500));
+        assert_eq!(other_task.rows(true), 100);
+        assert_eq!(other_task.max_rows(), 5_000);
+    }
+
+    #[test]
+    fn with_nobody_writing_a_batch_takes_the_most_allowed() {
+        let mut pace = BatchPace::new(5_000);
+        assert_eq!(pace.rows(false), 5_000);
+        pace.record(5_000, Duration::from_secs(5));
+        assert_eq!(pace.rows(false), 5_000);
+        assert_eq!(pace.rows(true), 100);
     }
 
     #[test]
     fn an_empty_batch_teaches_nothing() {
         let mut pace = BatchPace::new(5_000);
         pace.record(0, Duration::from_secs(5));
-        assert_eq!(pace.rows(), FIRST_BATCH_ROWS);
+        assert_eq!(pace.rows(true), FIRST_BATCH_ROWS);
     }
 }

@@ -12,7 +12,7 @@ use sea_orm::Condition;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::pace::BatchPace;
+use super::pace::SharedPace;
 use super::report::ActionReport;
 use super::target::{Cursor, Target, TargetBatch};
 use crate::CaseloadError;
@@ -50,7 +50,7 @@ pub(crate) struct Step {
 pub(crate) struct Walk<E> {
     target: Target,
     reach: Reach,
-    pace: BatchPace,
+    pace: SharedPace,
     /// When the batch now open was begun, and its rows: how the pace learns.
     open_batch: Option<(Instant, u64)>,
     /// The state to commit with the next batch.
@@ -65,12 +65,12 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
         ctx: &TaskContext,
         target: Target,
         reach: Reach,
-        batch_size: u64,
+        pace: SharedPace,
     ) -> Result<Self, TaskError> {
         Ok(Walk {
             target,
             reach,
-            pace: BatchPace::new(batch_size),
+            pace,
             open_batch: None,
             progress: last_checkpoint(ctx)?,
             new_total: None,
@@ -123,7 +123,12 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
         }
         let batch = self
             .target
-            .next_batch(&*txn, scope, &self.progress.cursor, self.pace.rows())
+            .next_batch(
+                &*txn,
+                scope,
+                &self.progress.cursor,
+                self.pace.rows(ctx.people_writing()),
+            )
             .await
             .map_err(task_error)?;
         if batch.is_empty() {

@@ -17,6 +17,7 @@
 //! - `counts`: the counts by status and the throughput the triggers keep.
 //! - `dialect`: the statements whose text differs between the backends.
 //! - `write_gate`: SQLite's one writer, people ahead of background work.
+//! - `people_writing`: when a person last wrote, for background work to keep out of the way.
 
 pub(crate) mod admin;
 pub(crate) mod announce;
@@ -28,6 +29,7 @@ pub(crate) mod entity;
 pub(crate) mod history;
 pub mod lock;
 pub(crate) mod node;
+mod people_writing;
 pub(crate) mod periodic;
 pub(crate) mod read;
 pub mod transition;
@@ -47,6 +49,7 @@ use crate::task::{QueueEvent, Task};
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
+use people_writing::PeopleWriting;
 use write_gate::WriteGate;
 pub use write_gate::{WriteClass, WritePass};
 
@@ -62,6 +65,10 @@ pub(crate) const INSERT_CHUNK: usize = 500;
 /// would wait for the file lock (`database::connect` sets the same busy timeout), so a
 /// transaction that waits on itself fails instead of hanging.
 const WRITE_GATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How recently a person must have written for [`Store::people_writing`] to hold: someone
+/// who has just submitted or signed in is likely to write again soon.
+pub const PEOPLE_WRITING_WINDOW: Duration = Duration::from_secs(30);
 
 /// The queue's handle on the database. Cheap to clone; clones share the in-process signals,
 /// so share one `Store` (clones of it) between the code that enqueues and the runtime.
@@ -86,6 +93,8 @@ struct Signals {
     events: broadcast::Sender<QueueEvent>,
     /// SQLite only: one write transaction of this store at a time (see [`Store::begin_write`]).
     write_gate: Option<Arc<WriteGate>>,
+    /// When a person last wrote through this store (see [`Store::people_writing`]).
+    people_writing: PeopleWriting,
     /// Tags this store's PostgreSQL event notifications, so its own listener can drop the
     /// ones it already published locally.
     origin: Uuid,
@@ -108,6 +117,7 @@ impl Store {
                 wake: watch::channel(0).0,
                 events: broadcast::channel(EVENT_BUFFER).0,
                 write_gate: (backend == DbBackend::Sqlite).then(|| Arc::new(WriteGate::default())),
+                people_writing: PeopleWriting::default(),
                 origin: Uuid::new_v4(),
             }),
             #[cfg(feature = "amqp")]
@@ -204,6 +214,9 @@ impl Store {
     /// [`Store::begin_write_as`] (a session row, say); hold it while the statement runs.
     /// `None` on PostgreSQL, which needs no slot.
     pub async fn write_slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
+        if class == WriteClass::Interactive {
+            self.signals.people_writing.record();
+        }
         let Some(gate) = &self.signals.write_gate else {
             return Ok(None);
         };
@@ -216,6 +229,14 @@ impl Store {
                      (is a write transaction of this store held elsewhere?)"
                 ))
             })
+    }
+
+    /// Whether a person has written through this store (a sign-in, a submission) within
+    /// [`PEOPLE_WRITING_WINDOW`]: background work should then keep its transactions short,
+    /// on SQLite because a person's write waits for the batch holding the lock, on
+    /// PostgreSQL because batches compete with people's requests for the cores.
+    pub fn people_writing(&self) -> bool {
+        self.signals.people_writing.within(PEOPLE_WRITING_WINDOW)
     }
 
     /// SQLite: waits until the write transactions of this store that are open or queued

@@ -11,7 +11,9 @@ mod support;
 pub use amqp::rabbitmq_url;
 pub use database::{Backend, TestDatabase, postgres_admin_url};
 pub use executors::ItemsExecutor;
-pub use support::{block_on_aside, create_effect_table, fast_config, peak_rss_mib, wait_until};
+pub use support::{
+    block_on_aside, create_effect_table, fast_config, peak_rss_mib, reset_peak_rss, wait_until,
+};
 
 /// Defines, for each named `async fn name(db: TestDatabase)`, a module `name` with two tests,
 /// `sqlite` and `postgres`, each running the body against a fresh, migrated database of that

@@ -78,6 +78,12 @@ pub fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
+/// Starts [`peak_rss_mib`] afresh from the current resident set (Linux's `clear_refs`), so
+/// a benchmark's setup (seeding, say) does not count; does nothing where /proc does not allow.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// Runs `cleanup` to completion on a short-lived thread with a runtime of its own and waits
 /// for it: for a `Drop` that must do async work, since it runs inside the test's runtime,
 /// which cannot be blocked on.

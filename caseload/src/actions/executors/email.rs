@@ -12,6 +12,7 @@ use queue::{TaskContext, TaskError, TaskExecutor};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::actions::pace::SharedPace;
 use crate::actions::spec::EmailSpec;
 use crate::actions::walk::{Reach, Walk, read_spec, task_error};
 use crate::email::{
@@ -27,11 +28,11 @@ const SEND_CONCURRENCY: usize = 8;
 /// People per email batch, whatever the configured batch size: a batch is claimed before it
 /// is sent, so a crash mid-send costs at most this many recipients their message (they are
 /// marked failed rather than risk sending twice).
-const EMAIL_BATCH_MAX: u64 = 100;
+pub(crate) const EMAIL_BATCH_MAX: u64 = 100;
 
 pub(crate) struct EmailExecutor {
     pub mailer: Mailer,
-    pub batch_size: u64,
+    pub pace: SharedPace,
 }
 
 #[async_trait::async_trait]
@@ -39,8 +40,9 @@ impl TaskExecutor for EmailExecutor {
     async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
         let spec: EmailSpec = read_spec(ctx)?;
         let attempt_started = Utc::now();
-        let batch_size = self.batch_size.min(EMAIL_BATCH_MAX);
-        let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::RunAsScope, batch_size)?;
+        let batch_size = self.pace.max_rows();
+        let mut walk: Walk<()> =
+            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let task_id = ctx.task_id();
 
         let txn = ctx.begin_batch().await?;

@@ -8,13 +8,14 @@ use queue::{TaskContext, TaskError, TaskExecutor};
 
 use crate::access::load_targets;
 use crate::actions::export_file;
+use crate::actions::pace::SharedPace;
 use crate::actions::spec::ExportSpec;
 use crate::actions::walk::{Progress, Reach, Walk, read_spec, task_error};
 use crate::export::{CsvExport, ExportOptions, ExportProgress};
 
 pub(crate) struct ExportExecutor {
     pub exports_dir: PathBuf,
-    pub batch_size: u64,
+    pub pace: SharedPace,
 }
 
 #[async_trait::async_trait]
@@ -22,7 +23,7 @@ impl TaskExecutor for ExportExecutor {
     async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
         let spec: ExportSpec = read_spec(ctx)?;
         let mut walk: Walk<Option<ExportProgress>> =
-            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.batch_size)?;
+            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         if walk.progress.finished {
             return Ok(());
         }

@@ -4,12 +4,13 @@
 use chrono::Utc;
 use queue::{TaskContext, TaskError, TaskExecutor};
 
+use crate::actions::pace::SharedPace;
 use crate::actions::spec::StatusChangeSpec;
 use crate::actions::walk::{Reach, Walk, read_spec, task_error};
 use crate::status_change::change_status;
 
 pub(crate) struct StatusChangeExecutor {
-    pub batch_size: u64,
+    pub pace: SharedPace,
 }
 
 #[async_trait::async_trait]
@@ -17,7 +18,7 @@ impl TaskExecutor for StatusChangeExecutor {
     async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
         let spec: StatusChangeSpec = read_spec(ctx)?;
         let mut walk: Walk<()> =
-            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.batch_size)?;
+            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let task_id = ctx.task_id();
         walk.run(ctx, move |step| {
             // The future may borrow only its step, so it takes its own copy of the change.

@@ -4,16 +4,17 @@
 use chrono::Utc;
 use queue::{TaskContext, TaskError, TaskExecutor};
 
+use crate::actions::pace::SharedPace;
 use crate::actions::spec::WatchSpec;
 use crate::actions::walk::{Reach, Walk, read_spec, task_error};
 use crate::watches::{unwatch, watch};
 
 pub(crate) struct WatchExecutor {
-    pub batch_size: u64,
+    pub pace: SharedPace,
 }
 
 pub(crate) struct UnwatchExecutor {
-    pub batch_size: u64,
+    pub pace: SharedPace,
 }
 
 #[async_trait::async_trait]
@@ -21,7 +22,7 @@ impl TaskExecutor for WatchExecutor {
     async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
         let spec: WatchSpec = read_spec(ctx)?;
         let mut walk: Walk<()> =
-            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.batch_size)?;
+            Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         while let Some(step) = walk.next(ctx).await? {
             let report = watch(&*step.txn, &step.actor, &step.batch.ids, Utc::now())
                 .await
@@ -39,7 +40,7 @@ impl TaskExecutor for UnwatchExecutor {
         let spec: WatchSpec = read_spec(ctx)?;
         // Clearing one's own bookmark affects nobody else, so a query may reach people
         // outside the run_as scope (e.g. someone reassigned since they were watched).
-        let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::Anyone, self.batch_size)?;
+        let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::Anyone, self.pace.clone())?;
         while let Some(step) = walk.next(ctx).await? {
             let report = unwatch(&*step.txn, &step.actor, &step.batch.ids)
                 .await
