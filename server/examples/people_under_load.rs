@@ -23,15 +23,15 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::http::{Request, header};
+use axum::http::{self as http, Request, header};
 use caseload::actions::WATCH;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user};
 use clap::Parser;
 use http_body_util::BodyExt;
-use queue::Store;
 use queue::testing::{peak_rss_mib, reset_peak_rss};
-use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+use queue::{Store, TaskStatus};
+use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, Iterable, Statement};
 use serde_json::json;
 use server::commands::{Node, open_database, start_node};
 use server::config::ServeOptions;
@@ -52,10 +52,6 @@ const NAMES: &[&str] = &[
     "Ada", "Ben", "Carla", "Dana", "Elena", "Farah", "Grace", "Hana", "Ivan", "Jamal", "Lara",
     "Maya", "Nadia", "Olga", "Priya", "Quinn", "Rosa", "Sofia", "Uma", "Victor", "Yusuf", "Zoe",
 ];
-
-/// Task statuses, as SQL lists.
-const DONE: &str = "'COMPLETED'";
-const WAITING: &str = "'QUEUED', 'SCHEDULING', 'EXECUTING'";
 
 /// The kinds of request, in the order the table shows them.
 const KINDS: [&str; 4] = ["sign-in", "task list", "caseload page", "submit"];
@@ -119,7 +115,7 @@ async fn main() -> anyhow::Result<()> {
     let late = office.users("late", SIGN_INS).await?;
     office.submit_backlog(&owners, backlog).await?;
     let before = office.people_watched_by_tasks().await?;
-    let completed_before = office.watch_tasks(DONE).await?;
+    let completed_before = office.watch_tasks([TaskStatus::Completed]).await?;
     let started = Instant::now();
     office.resume_watches().await?;
     let deadline = started + Duration::from_secs(seconds);
@@ -134,8 +130,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let loaded_rate = (office.people_watched_by_tasks().await? - before) as f64 / elapsed;
-    let tasks_rate = (office.watch_tasks(DONE).await? - completed_before) as f64 / elapsed;
-    let waiting_after = office.watch_tasks(WAITING).await?;
+    let tasks_rate =
+        (office.watch_tasks([TaskStatus::Completed]).await? - completed_before) as f64 / elapsed;
+    let waiting_after = office.watch_tasks(unfinished()).await?;
 
     // 3. Sign-ins while the backlog drains.
     for (n, name) in late.iter().enumerate() {
@@ -223,7 +220,7 @@ impl Office {
             let cookie = self.sign_in(n, owner).await?.2;
             let first = n * NAMES.len();
             for name in NAMES.iter().take(tasks.saturating_sub(first)) {
-                let (ok, _) = self.send(n, watch(name, &cookie)).await?;
+                let (ok, _) = self.send(n, watch(name, &cookie)?).await?;
                 anyhow::ensure!(ok, "a backlog submission was refused");
             }
         }
@@ -241,9 +238,9 @@ impl Office {
             let name = NAMES[(n * 7 + i) % NAMES.len()];
             // Ten requests: four lists, three pages, three submissions, the order varied.
             let (kind, request) = match (n + i) % 10 {
-                0..=3 => (1, get("/api/1/tasks?mine", &cookie)),
-                4..=6 => (2, caseload_page(name, i % 5, &cookie)),
-                _ => (3, watch(name, &cookie)),
+                0..=3 => (1, get("/api/1/tasks?mine", &cookie)?),
+                4..=6 => (2, caseload_page(name, i % 5, &cookie)?),
+                _ => (3, watch(name, &cookie)?),
             };
             let started = Instant::now();
             let (ok, _) = self.send(n, request).await?;
@@ -294,26 +291,33 @@ impl Office {
 
     /// People visited by all Watch tasks so far, finished or not.
     async fn people_watched_by_tasks(&self) -> anyhow::Result<i64> {
-        scalar(
-            &self.db,
+        let sql = format!(
             "SELECT CAST(COALESCE(SUM(progress_done), 0) AS BIGINT) FROM queue_task \
-             WHERE execution_component_name = 'caseload.watch'",
-        )
-        .await
+             WHERE execution_component_name = '{WATCH}'"
+        );
+        scalar(&self.db, &sql).await
     }
 
-    /// Watch tasks in one of `statuses` (a SQL list of quoted names).
-    async fn watch_tasks(&self, statuses: &str) -> anyhow::Result<i64> {
+    /// Watch tasks in one of `statuses`.
+    async fn watch_tasks(
+        &self,
+        statuses: impl IntoIterator<Item = TaskStatus>,
+    ) -> anyhow::Result<i64> {
+        let statuses: Vec<String> = statuses
+            .into_iter()
+            .map(|status| format!("'{}'", status.to_value()))
+            .collect();
         let sql = format!(
-            "SELECT COUNT(*) FROM queue_task WHERE execution_component_name = 'caseload.watch' \
-             AND workflow_status IN ({statuses})"
+            "SELECT COUNT(*) FROM queue_task WHERE execution_component_name = '{WATCH}' \
+             AND workflow_status IN ({})",
+            statuses.join(", ")
         );
         scalar(&self.db, &sql).await
     }
 
     /// Waits until no task waits or runs.
     async fn wait_for_empty_queue(&self) -> anyhow::Result<()> {
-        while self.watch_tasks(WAITING).await? > 0 {
+        while self.watch_tasks(unfinished()).await? > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(())
@@ -321,31 +325,33 @@ impl Office {
 }
 
 /// A Watch submission of everyone whose name starts with `name`.
-fn watch(name: &str, cookie: &str) -> Request<Body> {
+fn watch(name: &str, cookie: &str) -> http::Result<Request<Body>> {
     let body = json!({ "query": { "name": name } }).to_string();
     Request::post("/api/1/caseload/watches")
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::COOKIE, cookie)
         .body(Body::from(body))
-        .expect("a valid request")
 }
 
 /// A page of the caseload search for `name`, as the dashboard asks for it.
-fn caseload_page(name: &str, page: usize, cookie: &str) -> Request<Body> {
+fn caseload_page(name: &str, page: usize, cookie: &str) -> http::Result<Request<Body>> {
     let form = format!("query[q]={name}&query[status]=&query[page]={page}");
     Request::post("/api/search_caseload")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header(header::ACCEPT, "application/json")
         .header(header::COOKIE, cookie)
         .body(Body::from(form))
-        .expect("a valid request")
 }
 
-fn get(path: &str, cookie: &str) -> Request<Body> {
+fn get(path: &str, cookie: &str) -> http::Result<Request<Body>> {
     Request::get(path)
         .header(header::COOKIE, cookie)
         .body(Body::empty())
-        .expect("a valid request")
+}
+
+/// The statuses of a task that has not finished.
+fn unfinished() -> impl Iterator<Item = TaskStatus> {
+    TaskStatus::iter().filter(|status| !status.is_terminal())
 }
 
 async fn scalar(db: &DatabaseConnection, sql: &str) -> anyhow::Result<i64> {

@@ -196,9 +196,10 @@ impl Walk<()> {
                 Next::End(Some(txn)) => return self.commit(ctx, txn).await,
                 Next::End(None) => return Ok(()),
             };
-            let following = match alone {
-                true => None,
-                false => ctx.begin_following_batch(&first.txn).await?,
+            let following = if alone {
+                None
+            } else {
+                ctx.begin_following_batch(&first.txn).await?
             };
             let Some(following) = following else {
                 alone = false;

@@ -147,33 +147,49 @@ mod tests {
 
     use super::*;
 
-    #[tokio::test]
-    async fn people_go_ahead_of_waiting_background_work() {
-        let gate = Arc::new(WriteGate::default());
-        let held = gate.enter(WriteClass::Background).await;
+    /// Queues `writers` in order, `spacing` apart, behind the slot `held` holds; then frees
+    /// it and returns the order they got the slot in, each holding it for `hold`.
+    async fn order_of_writes(
+        gate: &Arc<WriteGate>,
+        held: WritePass,
+        writers: impl IntoIterator<Item = (&'static str, WriteClass)>,
+        spacing: Duration,
+        hold: Duration,
+    ) -> Vec<&'static str> {
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
-        for (name, class) in [
-            ("batch 1", WriteClass::Background),
-            ("batch 2", WriteClass::Background),
-            ("sign-in", WriteClass::Interactive),
-            ("batch 3", WriteClass::Background),
-            ("submit", WriteClass::Interactive),
-        ] {
+        for (name, class) in writers {
             let (gate, order) = (gate.clone(), order.clone());
             waiters.push(tokio::spawn(async move {
                 let _pass = gate.enter(class).await;
                 order.lock().unwrap().push(name);
+                tokio::time::sleep(hold).await;
             }));
-            // Queued in this order.
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(spacing).await;
         }
         drop(held);
         for waiter in waiters {
             waiter.await.unwrap();
         }
+        order.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn people_go_ahead_of_waiting_background_work() {
+        let gate = Arc::new(WriteGate::default());
+        let held = gate.enter(WriteClass::Background).await;
+        let writers = [
+            ("batch 1", WriteClass::Background),
+            ("batch 2", WriteClass::Background),
+            ("sign-in", WriteClass::Interactive),
+            ("batch 3", WriteClass::Background),
+            ("submit", WriteClass::Interactive),
+        ];
+        // Queued in this order.
+        let spacing = Duration::from_millis(10);
+        let order = order_of_writes(&gate, held, writers, spacing, Duration::ZERO).await;
         assert_eq!(
-            *order.lock().unwrap(),
+            order,
             ["sign-in", "submit", "batch 1", "batch 2", "batch 3"]
         );
     }
@@ -182,25 +198,11 @@ mod tests {
     async fn background_gets_a_turn_after_people_went_first_for_the_limit() {
         let gate = Arc::new(WriteGate::default());
         let held = gate.enter(WriteClass::Interactive).await;
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let mut waiters = Vec::new();
         // Six people's writes of 30 ms each, queued behind one batch: 180 ms in all.
         let writers = std::iter::once(("batch", WriteClass::Background))
             .chain(["1", "2", "3", "4", "5", "6"].map(|name| (name, WriteClass::Interactive)));
-        for (name, class) in writers {
-            let (gate, order) = (gate.clone(), order.clone());
-            waiters.push(tokio::spawn(async move {
-                let _pass = gate.enter(class).await;
-                order.lock().unwrap().push(name);
-                tokio::time::sleep(Duration::from_millis(30)).await;
-            }));
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        drop(held);
-        for waiter in waiters {
-            waiter.await.unwrap();
-        }
-        let order = order.lock().unwrap();
+        let (spacing, hold) = (Duration::from_millis(5), Duration::from_millis(30));
+        let order = order_of_writes(&gate, held, writers, spacing, hold).await;
         let batch = order.iter().position(|name| *name == "batch").unwrap();
         assert!(
             (1..5).contains(&batch),
