@@ -1,13 +1,13 @@
 //! PostgreSQL's "contains" search moves to a narrow table of its own, `person_contains`
 //! (id, searched text, sort key), like SQLite's FTS5 table of the same name.
 //!
-//! The trigram index used to sit on an expression over `person`: it found the 38,000 people
-//! whose text holds "rien" in 5 ms, but checking each candidate and reading its sort key
-//! visited 17,800 pages of the 264 MB table per pass, and a page of results took 133–179 ms
-//! at a million people. The narrow table is a third of that size, so the same pass reads
-//! far fewer pages, and a "contains" search alone never reads `person`. It also takes the
-//! trigram index off `person`, whose every non-HOT update (a status change is one) used to
-//! insert into that index too.
+//! The trigram index used to sit on an expression over `person`: it found a broad search's
+//! matches quickly, but checking each candidate and reading its sort key visited pages all
+//! over the wide `person` table on every pass, which made a page of results slow (ADR 0020).
+//! The narrow table is a fraction of that size, so the same pass reads far fewer pages, and
+//! a "contains" search alone never reads `person`. It also takes the trigram index off
+//! `person`, whose every non-HOT update (a status change is one) used to insert into that
+//! index too.
 //!
 //! Kept current by triggers: a statement-level one for inserts (a seed of a million people
 //! adds them through one transition table, not a million function calls), a row-level one

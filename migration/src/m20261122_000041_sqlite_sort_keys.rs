@@ -3,11 +3,11 @@
 //! table.
 //!
 //! `m20261121_000021` stored the sort key in `person_contains` itself (UNINDEXED columns of
-//! a `contentless_unindexed` table). Finding the 38,000 people whose text holds "rien" takes
-//! the FTS5 index 3 ms at a million people, but FTS5 hands out each stored column through a
-//! statement of its own per row, and reading the 38,000 sort keys took 55–100 ms. The same
-//! keys, looked up by rowid in an ordinary table of only those columns, take a third of
-//! that. The FTS5 table keeps the phrase index and nothing else.
+//! a `contentless_unindexed` table). The FTS5 index finds a broad search's matches quickly,
+//! but FTS5 hands out each stored column through a statement of its own per row, so reading
+//! the matches' sort keys cost far more than finding them. The same keys, looked up by rowid
+//! in an ordinary table of only those columns, cost much less (ADR 0020). The FTS5 table
+//! keeps the phrase index and nothing else.
 //!
 //! Kept current by triggers, like `person_contains`: on insert, on delete, and on updates
 //! of the names (a status change does not touch it). PostgreSQL is unchanged: its

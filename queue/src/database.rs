@@ -26,28 +26,26 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// A statement whose text depends on a list's length (a multi-row INSERT's last, shorter
 /// chunk, a claim sized to free slots) is a statement of its own for every length, and
-/// SQLite compiles each into a program of its own size: with 100 of them cached on each of
-/// 16 connections, a status change of a million people peaked at 239 MiB (when id lists
-/// were still literal lists; they are one parameter now, see [`crate::id_list`]). The
-/// statements a node repeats (claim, checkpoint, heartbeat) are a handful and stay cached.
+/// SQLite compiles each into a program of its own size, so with sqlx's default cache on
+/// every connection a bulk status change held far more memory than it needed (ADR 0014; id
+/// lists are one parameter now, see [`crate::id_list`]). The statements a node repeats
+/// (claim, checkpoint, heartbeat) are a handful and stay cached.
 ///
-/// PostgreSQL keeps sqlx's 100. The same cap there measured 217 → 64 MiB
-/// for batches of 2,500, but the CI run with it saw a periodic job stop after one run on
-/// PostgreSQL (not reproduced alone), so it was taken out until that is understood.
+/// PostgreSQL keeps sqlx's 100: the same cap saves memory there too (ADR 0014), but a CI run
+/// with it saw a periodic job stop after one run, so it waits until that is understood.
 const STATEMENT_CACHE: usize = 16;
 
 /// WAL pages after which a commit copies the WAL back into the database file (SQLite's
 /// default is 1,000 pages, 4 MB).
 ///
 /// A bulk status change rewrites entries of name-ordered indexes all over the file: a
-/// batch of 1,000 people dirties about 2,500 pages (10 MB of WAL), so with the default
-/// every batch's commit also wrote those pages back, and the next batch dirtied most of
-/// the same pages again. Checkpointing every 40,000 pages (160 MB of WAL) writes a page
-/// back once for many batches: the status change of a million people took 122 s instead
-/// of 173 s (same machine, same seeded copy). The queue's drain and commit-to-start
-/// latency did not move. The cost: the WAL file grows to about this size, and the commit
-/// that crosses the mark waits for the larger checkpoint (other connections do not: in
-/// WAL mode a checkpoint runs beside readers and the writer).
+/// batch dirties more pages than the default allows, so every batch's commit also wrote
+/// those pages back, and the next batch dirtied most of the same pages again.
+/// Checkpointing every 40,000 pages (160 MB of WAL) writes a page back once for many
+/// batches, which makes a large status change markedly faster (ADR 0015). The queue's
+/// drain and commit-to-start latency did not move. The cost: the WAL file grows to about
+/// this size, and the commit that crosses the mark waits for the larger checkpoint (other
+/// connections do not: in WAL mode a checkpoint runs beside readers and the writer).
 const SQLITE_WAL_AUTOCHECKPOINT_PAGES: &str = "40000";
 
 /// Whether a pooled SQLite connection is pinged before it is handed out: no.
@@ -55,26 +53,22 @@ const SQLITE_WAL_AUTOCHECKPOINT_PAGES: &str = "40000";
 /// sqlx's SQLite ping only asks the connection's thread to answer; it touches no database
 /// (a file does not drop connections the way a server or a firewall does). Yet every
 /// acquire (each claim, completion, checkpoint and enqueue) paid a round trip to that
-/// thread for it: 4.5 µs while both threads are running, about 70 µs when the thread has
-/// to be woken on the other core of a 2-core VM. Without it, an idle node's claim began its
-/// transaction in 116–124 µs at the median instead of 145 µs, and the drain without
-/// prefetch (one small claim after another) ran at 7,815 tasks/s instead of 6,846 (medians
-/// of four alternating runs). A connection whose thread had died (a panic inside sqlx)
-/// would fail its statements instead of being replaced, until sqlx retires it at its
-/// 30-minute `max_lifetime`.
+/// thread for it, dear when the thread has to be woken on another core, so without it an
+/// idle node's claim begins sooner and a drain of small claims runs faster (ADR 0010). A
+/// connection whose thread had died (a panic inside sqlx) would fail its statements instead
+/// of being replaced, until sqlx retires it at its 30-minute `max_lifetime`.
 /// PostgreSQL keeps the ping: it is what replaces a connection that a server restart broke.
 const SQLITE_PING_BEFORE_ACQUIRE: bool = false;
 
 /// Run by every new PostgreSQL connection before the pool hands it out: a claim of no tasks.
 ///
-/// A connection's first claim took about 4 ms more than its later ones (4.3 against 0.6 ms
-/// in psql: the claim function is compiled and the tables' catalog entries are loaded once
-/// per connection), and an idle node's statements go round its pooled connections, so the
-/// first few tasks after a node started each waited for one such claim: in six of eight
-/// latency runs the first two to four took 4.2–7.5 ms, enough to set the p99 (6.0–6.9 ms;
-/// 3.9–4.5 ms with this). Paid here, the cost falls on opening the connection. A claim of
-/// none changes no row. A database without the queue's schema yet (the connection that
-/// migrates it) has no claim function to warm.
+/// A connection's first claim is several times slower than its later ones (the claim
+/// function is compiled and the tables' catalog entries are loaded once per connection),
+/// and an idle node's statements go round its pooled connections, so the first few tasks
+/// after a node started each waited for one such claim, enough to set the latency's tail
+/// (ADR 0008). Paid here, the cost falls on opening the connection. A claim of none
+/// changes no row. A database without the queue's schema yet (the connection that migrates
+/// it) has no claim function to warm.
 ///
 /// Only a speed-up: a warm-up that fails leaves the connection as it would be without one,
 /// so the failure is logged and the connection handed out.

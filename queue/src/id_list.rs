@@ -4,9 +4,9 @@
 //! A literal list (`IN (?, ?, …)`) makes a statement of its own for every list length. A
 //! batch that filters 1,000 people, then the 987 it changed, compiles two new statements,
 //! and a connection's statement cache churns: on SQLite each such program is the size of
-//! its list (a status change in batches of 10,000 peaked at 256 MiB, most of it compiled
-//! statements), and compiling it is work repeated every batch. With the ids as one
-//! parameter the statement is the same for every batch and stays prepared.
+//! its list, so a bulk status change's memory went mostly to compiled statements, and
+//! compiling them is work repeated every batch (ADR 0014). With the ids as one parameter
+//! the statement is the same for every batch and stays prepared.
 //!
 //! - PostgreSQL: `column = ANY($1)`, the ids as one array.
 //! - SQLite: `column IN (SELECT unhex(value) FROM json_each(?))`, the ids as one JSON array

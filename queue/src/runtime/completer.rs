@@ -24,11 +24,9 @@ use crate::store::transition::Finish;
 const APPLY_ATTEMPTS: u32 = 8;
 /// The first pause between attempts; doubled each time.
 const APPLY_BACKOFF: Duration = Duration::from_millis(100);
-/// Batches applied at once on PostgreSQL (see the module documentation). Same-session A/B
-/// (`queue_bench --aged 0`, three alternating runs, two drains each): one node of 16
-/// drained 18.6–21.2k tasks/s with one stream and 20.9–22.0k with two; two nodes of 8 on
-/// the same two cores 23.4–25.4k and 22.7–23.8k (four streams and two claimers then
-/// contend for the cores).
+/// Batches applied at once on PostgreSQL (see the module documentation). A second stream
+/// lets one node use the cores its single stream left idle; more would only contend with
+/// the claimers for the same cores, as two nodes' four streams already do (ADR 0021).
 const POSTGRES_STREAMS: usize = 2;
 
 pub(crate) struct Completer {

@@ -22,10 +22,8 @@
 //! meanwhile, so the kernel folds the transaction's writes into one pending cue. SQLite
 //! allows no other writer while ours holds the lock, and a bulk action's batch writes the
 //! WAL for hundreds of milliseconds before it commits: following each of those writes kept
-//! the watch asking back to back through every batch. A status change of a million people
-//! made 8.3 million voluntary context switches and took 33.3 s of user and 31.1 s of system
-//! time in 44.1 s; waiting instead, 0.38 million, 22.4 s and 16.7 s in 41.3 s (two runs
-//! each, 2026-11-25). A commit another process makes while ours waits for the lock is seen
+//! the watch asking back to back through every batch, mostly in the kernel (ADR 0011 has
+//! the figures). A commit another process makes while ours waits for the lock is seen
 //! when ours ends, by the follow after the wait; skipping such cues instead of deferring
 //! them lost that commit until the next tick.
 //!

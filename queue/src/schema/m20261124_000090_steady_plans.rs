@@ -8,8 +8,8 @@
 //! kept (a prepared statement's generic plan, a PL/pgSQL function's statements) until the
 //! next vacuum of the table. Once a backlog arrives, every claim joined every queued task
 //! and sorted them, and the trigger's `DELETE … WHERE task_id IN (…)` ran the claimed ids'
-//! subquery once per queued entry: 500 ms per claim of 256 with 20,000 queued (the
-//! benchmark's aged drain at 8 % of its fresh rate), against about 2 ms by the indexes.
+//! subquery once per queued entry, so each claim cost time in proportion to the backlog
+//! and an aged queue drained at a fraction of a fresh one's rate (ADR 0008).
 //!
 //! PostgreSQL has no per-statement hints, but a function can carry its own settings, and
 //! with sequential scans and sorts priced out the planner keeps to the indexes:
@@ -21,8 +21,7 @@
 //! - the claim index ends in `uuid_send(task_id)` (the id's bytes, which sort as the id
 //!   does) rather than `task_id`: with both indexes naming `task_id`, the planner, costing
 //!   a table it believes empty, looked the trigger's ids up by reading the claim index
-//!   from end to end (53–62 ms per claim with 20,000 queued), as cheap to it as the
-//!   primary key.
+//!   from end to end, as cheap to it as the primary key (ADR 0008).
 //!
 //! A later migration that `CREATE OR REPLACE`s the trigger function must set its
 //! `enable_seqscan` again: a replaced function keeps no setting it does not restate.

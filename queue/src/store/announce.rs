@@ -83,12 +83,9 @@ impl ChangedTasks {
 ///
 /// A notification names the changed tasks only ([`ChangedTasks`], [`IDS_PER_NOTIFICATION`]
 /// to a payload, which PostgreSQL caps below 8,000 bytes); a node with subscribers reads
-/// their events from the rows (`Store::task_events`), and one without ignores it. Earlier
-/// the events themselves went out, built in SQL as JSON arrays, a hundred-odd bytes each:
-/// pgbench (2 clients, each a claim of 256 and its completion, 1,000,000 tasks queued, two
-/// nodes listening; six alternating runs of 10 s) measured 62.0 such pairs a second with
-/// them, 69.6 with ids and 72.0 announcing nothing. Every node also decoded every event of
-/// every other node, whether or not anyone was watching.
+/// their events from the rows (`Store::task_events`), and one without ignores it. Sending
+/// the events themselves made every claim and completion slower and had every node decode
+/// every other node's events, watched or not (ADR 0013).
 pub(crate) fn announcing(update: Statement, origin: Uuid) -> Statement {
     if update.db_backend != DbBackend::Postgres {
         return update;

@@ -29,9 +29,8 @@ use sea_orm::DbBackend;
 /// index of `queue_task` names `workflow_status` (see `m20261124_000080_hot_updates`):
 /// with such an index, a status test let the generic plan (statistics taken while
 /// nothing was queued) read every queued task through it and join them with the
-/// entries in memory, 5–23 ms for 256 with 56,000 queued against 2.8 ms probing the
-/// primary key for each entry (and, before `queue_ready`, 82 ms for 16 with 18,000
-/// queued through the partial claim index).
+/// entries in memory, several times slower than probing the primary key for each entry
+/// (ADR 0007).
 ///
 /// Parameters: now, node id, max rows.
 pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
@@ -41,15 +40,13 @@ pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 ///
 /// It names the claim index: SQLite's planner (with no statistics, as a new database has)
 /// may otherwise sort every queued task into a temporary B-tree for the ORDER BY, so each
-/// claim would cost time in proportion to the queue's length (a claim of 256 took 40–80 ms
-/// with 60,000 queued; walking the claim index in order and stopping at the LIMIT, about
-/// 10 ms whatever the length).
+/// claim would cost time in proportion to the queue's length; walking the claim index in
+/// order and stopping at the LIMIT costs the same whatever the length (ADR 0010).
 ///
 /// The LIMIT is `+?3`, not `?3`: SQLite's planner looks at the value of a bare parameter in
 /// a LIMIT, which marks the statement to be compiled again whenever that parameter is bound,
-/// that is on every run. For the claim's start, with the triggers it compiles in, that was
-/// 156–162 µs a run against 32 µs with the unary plus (a C loop against the bundled SQLite
-/// 3.51.3); for the take alone, 24–30 µs against 5–15.
+/// that is on every run, and recompiling (with the triggers the claim's start compiles in)
+/// cost several times the run itself (ADR 0010).
 macro_rules! sqlite_claimed_entries {
     () => {
         "SELECT task_id FROM queue_ready INDEXED BY idx_queue_ready_claim \
@@ -70,9 +67,8 @@ macro_rules! sqlite_claimed_entries {
 /// and `sqlite_drain_statements_keep_their_plans_whatever_the_statistics` with it). Left to
 /// the planner, a claim of 256 read every task once `ANALYZE` (or `PRAGMA optimize`) had
 /// recorded the table while it was small (a thousand rows: 256 lookups looked dearer than
-/// reading them all), and kept doing so as the table grew: a drain of 20,000 ran at
-/// 8.2–10.1k tasks/s, against 15.4–16.4k with the index named (three alternating runs of
-/// `queue_bench --aged 1000`, whose ageing ends with `ANALYZE`).
+/// reading them all), and kept doing so as the table grew, so the drain ran far slower than
+/// with the index named (ADR 0010).
 macro_rules! sqlite_claim_start {
     () => {
         concat!(
@@ -92,8 +88,8 @@ macro_rules! sqlite_claim_start {
 ///
 /// The claim takes them itself rather than leaving them to the trigger that removes the
 /// entry of a task leaving QUEUED (which passes over moves to EXECUTING, the claim's): a
-/// DELETE in a row-level trigger cost about 12 µs per task, six times what the claim's
-/// UPDATE costs without it.
+/// DELETE in a row-level trigger cost several times what the claim's UPDATE costs without
+/// it (ADR 0006).
 macro_rules! sqlite_claim_take {
     () => {
         concat!(
@@ -112,10 +108,10 @@ macro_rules! sqlite_claim_take {
 /// statements, and the start (which changes only `queue_task`) leaves it as it was, so
 /// both pick the same entries.
 ///
-/// Why one command: each round trip to sqlx's connection thread costs about 70 µs on a
-/// 2-core VM when the thread has to be woken, as an idle node's is, and the commit-to-start
-/// latency of an idle node waits for every one. Taking the entries first and binding their
-/// ids into the start was a round trip more, and one statement text per count.
+/// Why one command: each round trip to sqlx's connection thread is dear when the thread has
+/// to be woken, as an idle node's is, and the commit-to-start latency of an idle node waits
+/// for every one (ADR 0010). Taking the entries first and binding their ids into the start
+/// was a round trip more, and one statement text per count.
 ///
 /// Parameters: now, node id, the most to claim.
 pub(crate) const SQLITE_CLAIM: &str = concat!(sqlite_claim_start!(), "; ", sqlite_claim_take!());
@@ -129,12 +125,12 @@ const SQLITE_CLAIM_STEPS: [(&str, &str); 2] = [
 
 /// The earliest `run_at` of a queued task of an unpaused component: when the producer, idle,
 /// must look again. `MIN(run_at)` over the queued tasks read every one of them (no index
-/// leads with `run_at`), 20–35 ms on PostgreSQL and 150 ms on SQLite with 100,000 tasks
-/// scheduled for later, on every idle wake-up. The claim index is ordered by priority, then
-/// `run_at`: its first entry within each priority is that priority's earliest task. So the
-/// statement skips from priority to priority down the index (a recursive CTE, one probe per
-/// distinct priority) and takes the least of those first entries, under a millisecond.
-/// SQLite is told the index by name, as in [`SQLITE_CLAIM`].
+/// leads with `run_at`) on every idle wake-up, so an idle node's wake-up cost time in
+/// proportion to the tasks scheduled for later (ADR 0006). The claim index is ordered by
+/// priority, then `run_at`: its first entry within each priority is that priority's earliest
+/// task. So the statement skips from priority to priority down the index (a recursive CTE,
+/// one probe per distinct priority) and takes the least of those first entries. SQLite is
+/// told the index by name, as in [`SQLITE_CLAIM`].
 ///
 /// No parameters.
 pub(crate) fn task_next_run_at(backend: DbBackend) -> &'static str {
@@ -183,8 +179,8 @@ mod tests {
     /// `PRAGMA optimize`) while the database was young, a thousand finished tasks and none
     /// queued; and taken with thousands queued. With the young database's statistics the
     /// claim's start, left to the planner, read every task: SQLite reckoned 256 lookups
-    /// dearer than reading the thousand rows the statistics promised, and a drain of 20,000
-    /// ran at half its rate.
+    /// dearer than reading the thousand rows the statistics promised, and the drain slowed
+    /// (ADR 0010).
     #[tokio::test]
     async fn sqlite_drain_statements_keep_their_plans_whatever_the_statistics() {
         let db = TestDatabase::create::<QueueMigrator>(Backend::Sqlite)

@@ -22,7 +22,7 @@ use crate::email::{
 
 /// Messages in flight at once (over the relay's pooled connections). One at a time, a
 /// relay round trip bounds throughput: lettre 0.11 leaves Nagle's algorithm on, so every
-/// message waits about 40 ms for the relay's delayed ACK.
+/// message waits for the relay's delayed ACK (ADR 0025).
 const SEND_CONCURRENCY: usize = 8;
 
 /// People per email batch, whatever the configured batch size: a batch is claimed before it
