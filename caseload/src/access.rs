@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use bulkq_types::actions::ActionReport;
 use queue::id_list::id_in;
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
@@ -143,6 +144,13 @@ impl BatchReport {
             forbidden: targets.forbidden.clone(),
             unknown: targets.unknown.clone(),
         }
+    }
+
+    /// Adds what this batch did to a bulk action's running tally.
+    pub fn add_to(&self, report: &mut ActionReport) {
+        report.changed += self.changed;
+        report.unchanged += self.unchanged;
+        report.add_skipped(&self.forbidden, &self.unknown);
     }
 }
 

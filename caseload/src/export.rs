@@ -13,6 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
+use bulkq_types::export::ExportColumn;
 use serde::{Deserialize, Serialize};
 
 use crate::CaseloadError;
@@ -21,47 +22,17 @@ use crate::entity::person;
 /// The row cap when the request names none.
 pub const DEFAULT_ROW_CAP: u64 = 1_000_000;
 
-/// A column an export may contain; the JSON name is also the CSV header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum ExportColumn {
-    Id,
-    SchoolId,
-    FirstName,
-    LastName,
-    Email,
-    ProgramStatus,
-    CoachId,
-    UpdatedAt,
-}
-
-impl ExportColumn {
-    /// The header cell.
-    pub fn header(self) -> &'static str {
-        match self {
-            ExportColumn::Id => "id",
-            ExportColumn::SchoolId => "school_id",
-            ExportColumn::FirstName => "first_name",
-            ExportColumn::LastName => "last_name",
-            ExportColumn::Email => "email",
-            ExportColumn::ProgramStatus => "program_status",
-            ExportColumn::CoachId => "coach_id",
-            ExportColumn::UpdatedAt => "updated_at",
-        }
-    }
-
-    fn value(self, person: &person::Model) -> String {
-        match self {
-            ExportColumn::Id => person.id.to_string(),
-            ExportColumn::SchoolId => person.school_id.clone(),
-            ExportColumn::FirstName => person.first_name.clone(),
-            ExportColumn::LastName => person.last_name.clone(),
-            ExportColumn::Email => person.email.clone().unwrap_or_default(),
-            ExportColumn::ProgramStatus => person.program_status.clone(),
-            ExportColumn::CoachId => person.coach_id.map(|id| id.to_string()).unwrap_or_default(),
-            ExportColumn::UpdatedAt => person.updated_at.to_rfc3339(),
-        }
+/// The cell of `column` for `person`.
+fn cell(column: ExportColumn, person: &person::Model) -> String {
+    match column {
+        ExportColumn::Id => person.id.to_string(),
+        ExportColumn::SchoolId => person.school_id.clone(),
+        ExportColumn::FirstName => person.first_name.clone(),
+        ExportColumn::LastName => person.last_name.clone(),
+        ExportColumn::Email => person.email.clone().unwrap_or_default(),
+        ExportColumn::ProgramStatus => person.program_status.clone(),
+        ExportColumn::CoachId => person.coach_id.map(|id| id.to_string()).unwrap_or_default(),
+        ExportColumn::UpdatedAt => person.updated_at.to_rfc3339(),
     }
 }
 
@@ -159,7 +130,7 @@ impl CsvExport {
                 .options
                 .columns
                 .iter()
-                .map(|column| defuse_formula(column.value(person)));
+                .map(|column| defuse_formula(cell(*column, person)));
             self.writer
                 .write_record(record)
                 .map_err(std::io::Error::from)?;

@@ -12,7 +12,6 @@
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
 //!   [`export`], [`email`].
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
-//! - [`text`]: the character rule all user text obeys.
 
 pub mod access;
 pub mod actions;
@@ -25,7 +24,6 @@ pub mod search;
 pub mod seed;
 pub mod status_change;
 pub mod statuses;
-pub mod text;
 pub mod users;
 
 #[cfg(feature = "testing")]

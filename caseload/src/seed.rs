@@ -56,6 +56,11 @@ pub struct SeedOptions {
     pub coaches: Vec<Uuid>,
 }
 
+/// How many people the caseload holds: the demo seeds only an empty one.
+pub async fn people_count(db: &DatabaseConnection) -> Result<u64, CaseloadError> {
+    Ok(person::Entity::find().count(db).await?)
+}
+
 /// Adds `options.people` people after those already present (school ids continue from the
 /// current count, so seeding twice adds more people instead of failing on duplicates).
 /// Returns how many were added.
@@ -63,7 +68,7 @@ pub async fn seed_people(
     db: &DatabaseConnection,
     options: &SeedOptions,
 ) -> Result<u64, CaseloadError> {
-    let start = person::Entity::find().count(db).await?;
+    let start = people_count(db).await?;
     let mut rng = StdRng::seed_from_u64(options.seed ^ start);
     let now = Utc::now();
     let first_id_millis = u64::try_from(now.timestamp_millis())

@@ -19,12 +19,11 @@ use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
 use crate::entity::{person, program_status_change as history};
 use crate::once_per_task::insert_new;
 use crate::statuses::require_status;
-use crate::text::{Lines, control_character_problem};
+use bulkq_types::filter::MAX_STATUS_CODE_LEN;
+use bulkq_types::text::{Lines, control_character_problem};
 
 /// The longest reason accepted.
 pub const MAX_REASON_LEN: usize = 1_000;
-/// The longest program status code accepted (the codes are short words like `ACTIVE`).
-pub const MAX_STATUS_CODE_LEN: usize = 64;
 
 /// The change a task applies to every person it targets.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

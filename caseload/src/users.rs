@@ -56,6 +56,14 @@ pub struct StaffUser {
     pub role: Role,
 }
 
+impl StaffUser {
+    /// Whether this user may see tasks owned by `owner_id`: their own, or anyone's as an
+    /// admin. Everyone else's tasks do not exist for them (a 404, not a 403).
+    pub fn may_see_tasks_of(&self, owner_id: Uuid) -> bool {
+        self.role == Role::Admin || self.id == owner_id
+    }
+}
+
 impl TryFrom<staff_user::Model> for StaffUser {
     type Error = CaseloadError;
 

@@ -173,7 +173,7 @@ fn cascade(
 /// Expression indexes for search, which SeaQuery's schema builder cannot express.
 ///
 /// - Prefix search: search adds a range on `lower(col)` next to its LIKE (see
-///   `caseload::search::starts_with` for why), which these indexes serve; on PostgreSQL in
+///   `caseload::search::sql::starts_with` for why), which these indexes serve; on PostgreSQL in
 ///   the "C" collation, so that the range is byte order whatever the database's collation.
 /// - "Contains" search: PostgreSQL's pg_trgm GIN index answers `LIKE '%abc%'` (a trusted
 ///   extension since PostgreSQL 13, so the database owner may create it). SQLite gets an FTS5

@@ -61,7 +61,8 @@
 //! ```
 //!
 //! # Layout
-//! - [`state`]: statuses, [`Transition`], the pure [`after_attempt`] decision.
+//! - [`state`] (from `bulkq-types`, shared with the browser): statuses, [`Transition`], the
+//!   pure [`after_attempt`] decision.
 //! - [`task`]: the types callers pass and get back ([`NewTask`], [`Task`], [`QueueEvent`]…).
 //! - [`store`]: [`Store`], the only place SQL lives.
 //! - [`executor`]: [`TaskExecutor`], [`Registry`], [`TaskContext`].
@@ -87,9 +88,11 @@ pub mod metrics;
 pub mod periodic;
 pub mod runtime;
 pub mod schema;
-pub mod state;
 pub mod store;
 pub mod task;
+
+/// The state machine lives in `bulkq-types`, which the browser shares; the queue stores it.
+pub use bulkq_types::state;
 
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -24,7 +24,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{self as http, Request, header};
-use caseload::actions::WATCH;
+use bulkq_types::actions::WATCH;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user};
 use clap::Parser;

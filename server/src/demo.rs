@@ -1,8 +1,8 @@
 //! The demo set-up `make run` asks for: two users to sign in with and a caseload to act on.
 
-use caseload::seed::{SeedOptions, seed_people};
+use caseload::seed::{SeedOptions, people_count, seed_people};
 use caseload::users::{NewStaffUser, Role, count_users, create_user, generate_password};
-use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait};
+use sea_orm::DatabaseConnection;
 
 /// The demo data's random seed, so every fresh demo looks the same.
 const DEMO_SEED: u64 = 2026;
@@ -38,7 +38,7 @@ pub async fn ensure_demo_data(db: &DatabaseConnection, people: u64) -> anyhow::R
             println!("{line}");
         }
     }
-    let existing = caseload::entity::person::Entity::find().count(db).await?;
+    let existing = people_count(db).await?;
     if existing == 0 && people > 0 {
         let coaches = caseload::users::ids_with_role(db, Role::Staff).await?;
         let started = std::time::Instant::now();

@@ -6,12 +6,10 @@
 use std::any::Any;
 use std::time::Duration;
 
+use app::error::AppError;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-
-use crate::api::error::ApiError;
 
 /// How long a request may take to produce its response (a stream's body may go on).
 #[derive(Debug, Clone, Copy)]
@@ -25,11 +23,7 @@ pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("(no message)");
     tracing::error!(panic = message, "a request handler panicked");
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Something went wrong on the server; the x-request-id header identifies this request in its log.",
-    )
-    .into_response()
+    AppError::Internal.into_response()
 }
 
 /// The middleware that ends a request whose response takes longer than the timeout.
@@ -43,13 +37,9 @@ pub async fn time_limit(
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(%path, timeout = ?limit.0, "a request took too long and was ended");
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "The server took more than {} s to answer. Please try again.",
-                    limit.0.as_secs()
-                ),
-            )
+            AppError::TimedOut {
+                seconds: limit.0.as_secs(),
+            }
             .into_response()
         }
     }

@@ -17,22 +17,11 @@ pub const PROBLEMS_SHOWN: u64 = 50;
 /// The most task ids one bulk request may name.
 pub const MAX_BULK_IDS: usize = 1_000;
 
-/// The statuses every health table shows, in lifecycle order.
-pub const STATUSES: [&str; 7] = [
-    "QUEUED",
-    "SCHEDULING",
-    "EXECUTING",
-    "COMPLETED",
-    "FAILURE",
-    "ERROR",
-    "ABANDONED",
-];
-
 /// One action's tasks by status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionCounts {
     pub action: String,
-    /// Counts in the order of [`STATUSES`].
+    /// Counts in the order of [`bulkq_types::TaskStatus::ALL`].
     pub counts: Vec<i64>,
     pub paused: bool,
 }
@@ -90,7 +79,7 @@ pub struct StalledTask {
 /// Everything the queue health page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueHealth {
-    /// Totals in the order of [`STATUSES`].
+    /// Totals in the order of [`bulkq_types::TaskStatus::ALL`].
     pub totals: Vec<i64>,
     pub by_action: Vec<ActionCounts>,
     /// Tasks completed in each of the last [`THROUGHPUT_MINUTES`] minutes, oldest first.
@@ -176,7 +165,7 @@ mod ssr_impl {
         if user.role == Role::Admin {
             Ok(user)
         } else {
-            Err(AppError::Forbidden)
+            Err(AppError::forbidden())
         }
     }
 
@@ -206,17 +195,17 @@ mod ssr_impl {
             .into_iter()
             .map(|p| p.component)
             .collect();
-        let column = |status: TaskStatus| STATUSES.iter().position(|s| *s == status.as_str());
+        let column = |status: TaskStatus| TaskStatus::ALL.iter().position(|s| *s == status);
         let mut by_action: BTreeMap<String, Vec<i64>> = paused
             .iter()
-            .map(|a| (a.clone(), vec![0; STATUSES.len()]))
+            .map(|a| (a.clone(), vec![0; TaskStatus::ALL.len()]))
             .collect();
-        let mut totals = vec![0; STATUSES.len()];
+        let mut totals = vec![0; TaskStatus::ALL.len()];
         for count in counts {
             if let Some(i) = column(count.status) {
                 by_action
                     .entry(count.component)
-                    .or_insert_with(|| vec![0; STATUSES.len()])[i] += count.count;
+                    .or_insert_with(|| vec![0; TaskStatus::ALL.len()])[i] += count.count;
                 totals[i] += count.count;
             }
         }
@@ -328,7 +317,7 @@ mod ssr_impl {
         let selector = if all_matching {
             TaskSelector::Filter(problem_filter(&action)?)
         } else if ids.is_empty() || ids.len() > MAX_BULK_IDS {
-            return Err(AppError::Invalid(format!(
+            return Err(AppError::invalid(format!(
                 "Select between 1 and {MAX_BULK_IDS} tasks, or all matching."
             )));
         } else {
@@ -355,7 +344,7 @@ mod ssr_impl {
         let admin = require_admin().await?;
         let action = action_name(&action)?;
         if action.is_empty() {
-            return Err(AppError::Invalid("Name the action to pause.".into()));
+            return Err(AppError::invalid("Name the action to pause."));
         }
         let store = state()?.store;
         if paused {

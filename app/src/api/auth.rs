@@ -43,7 +43,7 @@ pub async fn get_current_user() -> Result<Option<SignedInUser>, AppError> {
 
 #[cfg(feature = "ssr")]
 mod ssr_impl {
-    use caseload::text::{Lines, control_character_problem};
+    use bulkq_types::text::{Lines, control_character_problem};
     use caseload::users::{Role, StaffUser};
 
     use leptos::prelude::use_context;
@@ -58,15 +58,13 @@ mod ssr_impl {
 
     pub async fn start_session(username: String, password: String) -> Result<(), AppError> {
         if username.trim().is_empty() || password.is_empty() {
-            return Err(AppError::Invalid(
-                "Enter your username and password.".into(),
-            ));
+            return Err(AppError::invalid("Enter your username and password."));
         }
         if username.len() > MAX_CREDENTIAL_LEN || password.len() > MAX_CREDENTIAL_LEN {
             return Err(AppError::BadCredentials);
         }
         if let Some(problem) = control_character_problem(&username, Lines::One) {
-            return Err(AppError::Invalid(format!("Username: {problem}.")));
+            return Err(AppError::invalid(format!("Username: {problem}.")));
         }
         let state = state()?;
         let client = client_address();

@@ -6,6 +6,7 @@
 //! functions take JSON: a target and an action are nested enums, which the default form
 //! encoding cannot express.
 
+use bulkq_types::export::ExportColumn;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
@@ -28,9 +29,9 @@ pub enum BulkTarget {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum BulkAction {
-    /// A CSV with these columns (names from [`EXPORT_COLUMNS`]), in this order.
+    /// A CSV with these columns, in this order.
     Export {
-        columns: Vec<String>,
+        columns: Vec<ExportColumn>,
     },
     /// A new program status (by code) and why.
     ChangeStatus {
@@ -69,20 +70,6 @@ pub struct SubmittedTask {
     pub href: String,
 }
 
-/// The columns an export may have, as `(name, label)` in their natural order; the name is
-/// `caseload::export::ExportColumn`'s (and the CSV header). A copy, because the browser
-/// build has no `caseload`; a test keeps the two in step.
-pub const EXPORT_COLUMNS: [(&str, &str); 8] = [
-    ("id", "Id"),
-    ("school_id", "School id"),
-    ("first_name", "First name"),
-    ("last_name", "Last name"),
-    ("email", "Email"),
-    ("program_status", "Program status"),
-    ("coach_id", "Coach id"),
-    ("updated_at", "Last updated"),
-];
-
 /// Where the owner downloads a finished export.
 pub fn export_file_href(task_id: Uuid) -> String {
     format!("/api/1/caseload/exports/{task_id}/file")
@@ -111,24 +98,25 @@ pub async fn submit_bulk_action(
 }
 
 #[cfg(feature = "ssr")]
-mod ssr_impl {
+pub mod ssr_impl {
     use std::collections::HashSet;
 
+    use bulkq_types::actions::action_label;
+    use bulkq_types::requests::{
+        EmailRequest, ExportRequest, FieldErrors, ScheduleRequest, StatusChangeRequest,
+        TargetRequest, WatchRequest,
+    };
     use caseload::access::Actor;
     use caseload::actions::idempotency::IdempotencyKey;
-    use caseload::actions::spec::{
-        EmailRequest, ExportRequest, FieldErrors, ScheduleRequest, StatusChangeRequest,
-        SubmitError, TargetRequest, WatchRequest,
-    };
+    use caseload::actions::spec::SubmitError;
     use caseload::actions::target::MAX_TARGET_IDS;
     use caseload::actions::{ActionRequest, submit as enqueue};
-    use caseload::export::ExportColumn;
     use caseload::users::StaffUser;
+    use queue::Task;
 
     use super::*;
     use crate::api::caseload::ssr_impl::person_filter;
-    use crate::api::ssr::{internal, require_user, state};
-    use crate::api::tasks::action_label;
+    use crate::api::ssr::{AppState, require_user, state};
 
     pub async fn preview(target: BulkTarget) -> Result<u64, AppError> {
         let user = require_user().await?;
@@ -139,7 +127,7 @@ mod ssr_impl {
             }
             BulkTarget::AllMatching(query) => {
                 let filter = person_filter(&query, &user)?;
-                filter.validate()?;
+                caseload::search::validate_filter(&filter)?;
                 let actor = Actor {
                     id: user.id,
                     role: user.role,
@@ -161,22 +149,13 @@ mod ssr_impl {
             .as_deref()
             .map(IdempotencyKey::parse)
             .transpose()
-            .map_err(|problem| AppError::Invalid(format!("Submission: {problem}.")))?;
+            .map_err(|problem| AppError::invalid(format!("Submission: {problem}.")))?;
         let schedule = ScheduleRequest {
             run_at: schedule.run_at,
             priority: Some(schedule.priority),
         };
         let request = action_request(target_request(target, &user)?, action, schedule)?;
-        let task = enqueue(
-            &state.store,
-            &user,
-            request,
-            state.bulk.export_row_cap,
-            key.as_ref(),
-        )
-        .await
-        .map_err(submit_error)?;
-        tracing::info!(task = %task.id, action = %task.execution_component_name, user = %user.username, "bulk action submitted");
+        let task = submit_action(&state, &user, request, key.as_ref()).await?;
         Ok(SubmittedTask {
             id: task.id,
             label: action_label(&task.execution_component_name).to_owned(),
@@ -184,9 +163,21 @@ mod ssr_impl {
         })
     }
 
+    /// Validates and enqueues a bulk action for `user`: the one way in for both doors.
+    pub async fn submit_action(
+        state: &AppState,
+        user: &StaffUser,
+        request: ActionRequest,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Task, AppError> {
+        let task = enqueue(&state.store, user, request, state.bulk.export_row_cap, key).await?;
+        tracing::info!(task = %task.id, action = %task.execution_component_name, user = %user.username, "bulk action submitted");
+        Ok(task)
+    }
+
     fn check_id_count(count: usize) -> Result<(), AppError> {
         if count == 0 || count > MAX_TARGET_IDS {
-            return Err(AppError::Invalid(format!(
+            return Err(AppError::invalid(format!(
                 "Select between 1 and {MAX_TARGET_IDS} people, or all matching a search."
             )));
         }
@@ -217,7 +208,7 @@ mod ssr_impl {
         Ok(match action {
             BulkAction::Export { columns } => ActionRequest::Export(ExportRequest {
                 target,
-                columns: Some(export_columns(columns)?),
+                columns: Some(columns),
                 schedule,
                 ..ExportRequest::default()
             }),
@@ -251,26 +242,28 @@ mod ssr_impl {
         })
     }
 
-    /// Column names as `ExportColumn` reads them from JSON.
-    fn export_columns(names: Vec<String>) -> Result<Vec<ExportColumn>, AppError> {
-        names
-            .into_iter()
-            .map(|name| {
-                serde_json::from_value(serde_json::Value::String(name.clone())).map_err(|_| {
-                    AppError::Invalid(format!("Columns: there is no column {name:?}."))
-                })
-            })
-            .collect()
-    }
-
-    fn submit_error(error: SubmitError) -> AppError {
-        match error {
-            SubmitError::Invalid(fields) => AppError::Invalid(describe_fields(&fields)),
-            SubmitError::KeyReused => AppError::Invalid(
-                "This submission was already sent with other details; send it again.".into(),
-            ),
-            SubmitError::Caseload(error) => error.into(),
-            SubmitError::Queue(error) => internal(error),
+    /// One mapping for both doors: the message names each field as the forms label it,
+    /// `fields` as the request spells it.
+    impl From<SubmitError> for AppError {
+        fn from(error: SubmitError) -> Self {
+            match error {
+                SubmitError::Invalid(fields) => AppError::Invalid {
+                    message: describe_fields(&fields),
+                    fields: fields.into_iter().collect(),
+                },
+                SubmitError::KeyReused => AppError::Invalid {
+                    message: "This submission was already sent with other details; send it \
+                              again with a new key."
+                        .into(),
+                    fields: [(
+                        "Idempotency-Key".to_owned(),
+                        "already used for a different request; send a new key".to_owned(),
+                    )]
+                    .into(),
+                },
+                SubmitError::Caseload(error) => error.into(),
+                SubmitError::Queue(error) => error.into(),
+            }
         }
     }
 
@@ -302,28 +295,7 @@ mod ssr_impl {
 
     #[cfg(test)]
     mod tests {
-        use caseload::actions::spec::ALL_COLUMNS;
-
         use super::*;
-
-        #[test]
-        fn the_browser_knows_every_export_column_in_order() {
-            let names: Vec<&str> = EXPORT_COLUMNS.iter().map(|(name, _)| *name).collect();
-            let headers: Vec<&str> = ALL_COLUMNS.iter().map(|c| c.header()).collect();
-            assert_eq!(names, headers);
-            let parsed = export_columns(names.iter().map(|n| n.to_string()).collect()).unwrap();
-            assert_eq!(parsed, ALL_COLUMNS);
-        }
-
-        #[test]
-        fn an_unknown_column_is_a_visible_error() {
-            assert_eq!(
-                export_columns(vec!["password".into()]),
-                Err(AppError::Invalid(
-                    "Columns: there is no column \"password\".".into()
-                ))
-            );
-        }
 
         #[test]
         fn field_errors_are_named_as_the_form_labels_them() {

@@ -80,7 +80,8 @@ pub async fn list_program_statuses() -> Result<Vec<ProgramStatusOption>, AppErro
 
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr_impl {
-    use caseload::search::{PageRequest, PersonFilter};
+    use bulkq_types::filter::PersonFilter;
+    use caseload::search::PageRequest;
     use caseload::users::StaffUser;
 
     use super::*;
@@ -95,7 +96,7 @@ pub(crate) mod ssr_impl {
         user: &StaffUser,
     ) -> Result<PersonFilter, AppError> {
         if query.q.len() > MAX_QUERY_LEN {
-            return Err(AppError::Invalid(format!(
+            return Err(AppError::invalid(format!(
                 "The search text may have at most {MAX_QUERY_LEN} characters."
             )));
         }

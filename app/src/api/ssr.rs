@@ -1,7 +1,7 @@
 //! Server-side helpers shared by every server function: the application state in context,
 //! the signed-in user, and turning domain errors into [`AppError`]s with the right status.
 
-use caseload::text::{Lines, control_character_problem};
+use bulkq_types::text::{Lines, control_character_problem};
 use caseload::users::StaffUser;
 use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
@@ -77,7 +77,15 @@ pub async fn session() -> Result<Session, AppError> {
 
 /// The signed-in user, or `None` for an anonymous request.
 pub async fn current_user() -> Result<Option<StaffUser>, AppError> {
-    let session = session().await?;
+    session_user(&session().await?, &db()?).await
+}
+
+/// The user `session` is signed in as, for both doors: `None` when it is anonymous, or when
+/// the user was removed since signing in (then the session is worthless).
+pub async fn session_user(
+    session: &Session,
+    db: &DatabaseConnection,
+) -> Result<Option<StaffUser>, AppError> {
     let Some(user_id) = session
         .get::<Uuid>(SESSION_USER_ID)
         .await
@@ -85,10 +93,7 @@ pub async fn current_user() -> Result<Option<StaffUser>, AppError> {
     else {
         return Ok(None);
     };
-    // The user may have been removed since signing in; then the session is worthless.
-    caseload::users::find_user(&db()?, user_id)
-        .await
-        .map_err(AppError::from)
+    Ok(caseload::users::find_user(db, user_id).await?)
 }
 
 /// The signed-in user, or [`AppError::Unauthenticated`].
@@ -116,12 +121,12 @@ const MAX_ABANDON_REASON_LEN: usize = 500;
 pub fn abandon_reason(reason: &str) -> Result<&str, AppError> {
     let reason = reason.trim();
     if reason.is_empty() || reason.chars().count() > MAX_ABANDON_REASON_LEN {
-        return Err(AppError::Invalid(format!(
+        return Err(AppError::invalid(format!(
             "Give a reason of 1 to {MAX_ABANDON_REASON_LEN} characters."
         )));
     }
     match control_character_problem(reason, Lines::Many) {
-        Some(problem) => Err(AppError::Invalid(format!("Reason: {problem}."))),
+        Some(problem) => Err(AppError::invalid(format!("Reason: {problem}."))),
         None => Ok(reason),
     }
 }
@@ -132,7 +137,7 @@ pub fn action_name(action: &str) -> Result<&str, AppError> {
     if action.chars().count() > MAX_ACTION_NAME_LEN
         || control_character_problem(action, Lines::One).is_some()
     {
-        return Err(AppError::Invalid("No action is called that.".into()));
+        return Err(AppError::invalid("No action is called that."));
     }
     Ok(action)
 }
@@ -142,16 +147,25 @@ const MAX_ACTION_NAME_LEN: usize = 100;
 
 /// Logs an internal failure in full and returns the generic error the user sees.
 pub fn internal(detail: impl std::fmt::Display) -> AppError {
-    tracing::error!(%detail, "internal error in a server function");
+    tracing::error!(%detail, "internal error answering a request");
     AppError::Internal
+}
+
+impl From<queue::QueueError> for AppError {
+    fn from(error: queue::QueueError) -> Self {
+        match error {
+            queue::QueueError::Invalid(message) => AppError::BadRequest(message),
+            other => internal(other),
+        }
+    }
 }
 
 impl From<caseload::CaseloadError> for AppError {
     fn from(error: caseload::CaseloadError) -> Self {
         match error {
-            caseload::CaseloadError::Invalid(message) => AppError::Invalid(message),
+            caseload::CaseloadError::Invalid(message) => AppError::invalid(message),
             caseload::CaseloadError::UsernameTaken(name) => {
-                AppError::Invalid(format!("the username {name:?} is already taken"))
+                AppError::invalid(format!("the username {name:?} is already taken"))
             }
             other => internal(other),
         }

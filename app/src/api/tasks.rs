@@ -1,5 +1,7 @@
 //! The signed-in user's tasks, and the live updates that keep their list current.
 
+use bulkq_types::TaskStatus;
+use bulkq_types::actions::ActionReport;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -9,9 +11,12 @@ use crate::error::AppError;
 /// Tasks per page of "My tasks".
 pub const TASKS_PAGE_SIZE: u64 = 25;
 
-/// The last page "My tasks" may ask for: ten million tasks in, more than anyone keeps (and
-/// within what the databases accept as an offset).
-pub const MAX_TASKS_PAGE: u64 = 400_000;
+/// The most tasks one list request returns.
+pub const MAX_LIST_LIMIT: u64 = 200;
+
+/// The furthest a list may start: more than any node keeps (finished tasks are pruned), and
+/// within what both databases accept as an offset.
+pub const MAX_LIST_OFFSET: u64 = 10_000_000;
 
 /// One task in a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,8 +24,7 @@ pub struct TaskRow {
     pub id: Uuid,
     /// The executor's component name, e.g. `caseload.export`.
     pub action: String,
-    /// `QUEUED`, `EXECUTING`, `COMPLETED`, ...
-    pub status: String,
+    pub status: TaskStatus,
     pub progress_done: i64,
     pub progress_total: Option<i64>,
     /// RFC 3339, UTC.
@@ -43,34 +47,9 @@ pub struct TaskPage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskUpdate {
     pub task_id: Uuid,
-    pub status: String,
+    pub status: TaskStatus,
     pub progress_done: i64,
     pub progress_total: Option<i64>,
-}
-
-/// The bulk actions' component names (`caseload::actions::EXPORT` etc., which the browser
-/// build cannot reach).
-pub const EXPORT_ACTION: &str = "caseload.export";
-pub const STATUS_CHANGE_ACTION: &str = "caseload.program_status_change";
-pub const WATCH_ACTION: &str = "caseload.watch";
-pub const UNWATCH_ACTION: &str = "caseload.unwatch";
-pub const EMAIL_ACTION: &str = "caseload.email";
-
-/// The name people see for an action.
-pub fn action_label(component: &str) -> &str {
-    match component {
-        EXPORT_ACTION => "Export",
-        STATUS_CHANGE_ACTION => "Change status",
-        WATCH_ACTION => "Watch",
-        UNWATCH_ACTION => "Unwatch",
-        EMAIL_ACTION => "Email",
-        other => other,
-    }
-}
-
-/// Whether a status is final: the task will not run again unless an admin retries it.
-pub fn is_finished(status: &str) -> bool {
-    matches!(status, "COMPLETED" | "FAILURE" | "ERROR" | "ABANDONED")
 }
 
 /// The signed-in user's tasks, newest first, one page at a time (from 0).
@@ -80,34 +59,89 @@ pub async fn list_my_tasks(page: u64) -> Result<TaskPage, AppError> {
 }
 
 #[cfg(feature = "ssr")]
-pub(crate) mod ssr_impl {
+pub mod ssr_impl {
+    use bulkq_types::actions::EXPORT;
     use caseload::actions::export_files::{export_expired, export_expires_at};
-    use queue::{Page, Task, TaskFilter};
+    use caseload::users::StaffUser;
+    use queue::{Page, Store, Task, TaskFilter};
 
     use super::*;
-    use crate::api::ssr::{abandon_reason, internal, require_user, state};
+    use crate::api::ssr::{AppState, abandon_reason, require_user, state};
+
+    /// Which tasks a list shows; the dashboard and the JSON API both ask through
+    /// [`task_page`].
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct ListRequest {
+        /// Only the user's own tasks; staff only ever see their own.
+        pub only_mine: bool,
+        pub status: Option<TaskStatus>,
+        /// How many of the newest tasks to skip, at most [`MAX_LIST_OFFSET`].
+        pub offset: u64,
+        /// From 1 to [`MAX_LIST_LIMIT`].
+        pub limit: u64,
+    }
+
+    /// A page of the tasks `user` may see, newest first, and how many match in all.
+    pub async fn task_page(
+        store: &Store,
+        user: &StaffUser,
+        request: ListRequest,
+    ) -> Result<(Vec<Task>, u64), AppError> {
+        let mut problems = Vec::new();
+        if request.limit == 0 || request.limit > MAX_LIST_LIMIT {
+            problems.push((
+                "limit".to_owned(),
+                format!("must be between 1 and {MAX_LIST_LIMIT}"),
+            ));
+        }
+        if request.offset > MAX_LIST_OFFSET {
+            problems.push((
+                "offset".to_owned(),
+                format!("must be at most {MAX_LIST_OFFSET}"),
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(AppError::invalid_fields(problems));
+        }
+        let only_mine = request.only_mine || user.role != caseload::users::Role::Admin;
+        let filter = TaskFilter {
+            statuses: request.status.into_iter().collect(),
+            component: None,
+            owner_id: only_mine.then_some(user.id),
+        };
+        let page = Page {
+            offset: request.offset,
+            limit: request.limit,
+        };
+        Ok(tokio::try_join!(
+            store.task_list(&filter, page),
+            store.task_count(&filter)
+        )?)
+    }
+
+    /// The task, if `user` may see it: their own, or anyone's for an admin. Anyone else's is
+    /// "not found", so task ids of other users cannot even be confirmed to exist.
+    pub async fn visible_task(store: &Store, user: &StaffUser, id: Uuid) -> Result<Task, AppError> {
+        match store.task_get(id).await? {
+            Some(task) if user.may_see_tasks_of(task.owner_id) => Ok(task),
+            _ => Err(AppError::NotFound("Task".into())),
+        }
+    }
 
     pub async fn my_tasks(page: u64) -> Result<TaskPage, AppError> {
         let user = require_user().await?;
-        if page > MAX_TASKS_PAGE {
-            return Err(AppError::Invalid(format!("page: at most {MAX_TASKS_PAGE}")));
-        }
-        let store = state()?.store;
-        let filter = TaskFilter {
-            owner_id: Some(user.id),
-            ..TaskFilter::default()
-        };
-        let window = Page {
+        let AppState { store, bulk, .. } = state()?;
+        let request = ListRequest {
+            only_mine: true,
+            status: None,
             offset: page.saturating_mul(TASKS_PAGE_SIZE),
             limit: TASKS_PAGE_SIZE,
         };
-        let tasks = store.task_list(&filter, window).await.map_err(internal)?;
-        let total = store.task_count(&filter).await.map_err(internal)?;
-        let retention = state()?.bulk.export_retention;
+        let (tasks, total) = task_page(&store, &user, request).await?;
         Ok(TaskPage {
             tasks: tasks
                 .into_iter()
-                .map(|task| task_row(task, retention))
+                .map(|task| task_row(task, bulk.export_retention))
                 .collect(),
             total,
         })
@@ -117,19 +151,16 @@ pub(crate) mod ssr_impl {
         let user = require_user().await?;
         let is_admin = user.role == caseload::users::Role::Admin;
         let store = state()?.store;
-        let task = match store.task_get(id).await.map_err(internal)? {
-            Some(task) if is_admin || task.owner_id == user.id => task,
-            _ => return Err(AppError::NotFound("Task".into())),
-        };
-        let history = store.task_history(id).await.map_err(internal)?;
+        let task = visible_task(&store, &user, id).await?;
+        let history = store.task_history(id).await?;
         let retention = state()?.bulk.export_retention;
         let export_file = (task.owner_id == user.id
-            && task.execution_component_name == EXPORT_ACTION
-            && task.workflow_status == queue::TaskStatus::Completed)
+            && task.execution_component_name == EXPORT
+            && task.workflow_status == TaskStatus::Completed)
             .then(|| export_file_of(&task, retention, store.clock().now()))
             .flatten();
         Ok(TaskDetail {
-            report: caseload::actions::task_report(&task).map(TaskReport::from),
+            report: caseload::actions::task_report(&task),
             export_file,
             attempt: task.attempt,
             max_attempts: task.max_attempts,
@@ -141,7 +172,7 @@ pub(crate) mod ssr_impl {
                 .into_iter()
                 .map(|event| HistoryEntry {
                     at: event.occurred_date.to_rfc3339(),
-                    status: event.status.as_str().to_owned(),
+                    status: event.status,
                     attempt: event.attempt,
                     actor: event.actor,
                     message: event.message.filter(|_| is_admin),
@@ -163,12 +194,10 @@ pub(crate) mod ssr_impl {
     pub async fn repair(id: Uuid, repair: Repair) -> Result<bool, AppError> {
         let user = require_user().await?;
         if user.role != caseload::users::Role::Admin {
-            return Err(AppError::Forbidden);
+            return Err(AppError::forbidden());
         }
         let store = state()?.store;
-        if store.task_get(id).await.map_err(internal)?.is_none() {
-            return Err(AppError::NotFound("Task".into()));
-        }
+        visible_task(&store, &user, id).await?;
         let changed = match repair {
             Repair::Retry => store.task_retry(id, &user.username).await,
             Repair::Abandon(reason) => {
@@ -176,8 +205,7 @@ pub(crate) mod ssr_impl {
                     .task_abandon(id, abandon_reason(&reason)?, &user.username)
                     .await
             }
-        }
-        .map_err(internal)?;
+        }?;
         tracing::info!(task = %id, admin = %user.username, changed, "task repaired");
         Ok(changed)
     }
@@ -203,12 +231,12 @@ pub(crate) mod ssr_impl {
 
     /// A task as lists show it; `export_retention` tells whether an export's file expired.
     pub fn task_row(task: Task, export_retention: std::time::Duration) -> TaskRow {
-        let export_expired = task.execution_component_name == EXPORT_ACTION
+        let export_expired = task.execution_component_name == EXPORT
             && export_expired(&task, export_retention, chrono::Utc::now());
         TaskRow {
             id: task.id,
             action: task.execution_component_name,
-            status: task.workflow_status.as_str().to_owned(),
+            status: task.workflow_status,
             progress_done: task.progress_done,
             progress_total: task.progress_total,
             created: task.created_date.to_rfc3339(),
@@ -224,7 +252,7 @@ impl From<&queue::QueueEvent> for TaskUpdate {
     fn from(event: &queue::QueueEvent) -> Self {
         TaskUpdate {
             task_id: event.task_id,
-            status: event.status.as_str().to_owned(),
+            status: event.status,
             progress_done: event.progress_done,
             progress_total: event.progress_total,
         }
@@ -236,52 +264,12 @@ impl From<&queue::QueueEvent> for TaskUpdate {
 pub struct HistoryEntry {
     /// RFC 3339, UTC.
     pub at: String,
-    pub status: String,
+    pub status: TaskStatus,
     pub attempt: i32,
     /// Who moved the task: a node, or the user who asked.
     pub actor: String,
     /// The attempt's error or an admin's reason; sent to admins only.
     pub message: Option<String>,
-}
-
-/// What a bulk action has done so far, from its checkpoint. Which counts apply depends on
-/// the action (see `caseload::actions::ActionReport`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskReport {
-    /// Changed, newly (un)watched, exported or sent.
-    pub changed: u64,
-    /// Already as wanted, or done by an earlier attempt.
-    pub unchanged: u64,
-    /// Named, but outside the people the user may act on.
-    pub forbidden: u64,
-    /// Named, but no such person.
-    pub unknown: u64,
-    /// Email: people without an address.
-    pub without_address: u64,
-    /// Email: waiting for another try.
-    pub deferred: u64,
-    /// Email: bounced, or interrupted mid-send and deliberately not repeated.
-    pub failed: u64,
-    /// A few of the forbidden and unknown ids, to look up.
-    pub forbidden_sample: Vec<Uuid>,
-    pub unknown_sample: Vec<Uuid>,
-}
-
-#[cfg(feature = "ssr")]
-impl From<caseload::actions::ActionReport> for TaskReport {
-    fn from(report: caseload::actions::ActionReport) -> Self {
-        TaskReport {
-            changed: report.changed,
-            unchanged: report.unchanged,
-            forbidden: report.forbidden,
-            unknown: report.unknown,
-            without_address: report.without_address,
-            deferred: report.deferred,
-            failed: report.failed,
-            forbidden_sample: report.forbidden_sample,
-            unknown_sample: report.unknown_sample,
-        }
-    }
 }
 
 /// Everything the task detail page shows.
@@ -301,7 +289,7 @@ pub struct TaskDetail {
     /// Whether the viewer may retry or abandon tasks (admins).
     pub can_repair: bool,
     /// What the action has done so far; `None` before its first batch.
-    pub report: Option<TaskReport>,
+    pub report: Option<ActionReport>,
     /// The file of a completed export, for its owner.
     pub export_file: Option<ExportFile>,
 }
@@ -318,12 +306,12 @@ pub enum ExportFile {
 impl TaskDetail {
     /// Retry applies to tasks that ended without success.
     pub fn can_retry(&self) -> bool {
-        self.can_repair && matches!(self.task.status.as_str(), "FAILURE" | "ERROR" | "ABANDONED")
+        self.can_repair && self.task.status.can_requeue()
     }
 
     /// Abandon applies to anything not yet finished for good.
     pub fn can_abandon(&self) -> bool {
-        self.can_repair && !matches!(self.task.status.as_str(), "COMPLETED" | "ABANDONED")
+        self.can_repair && self.task.status.can_abandon()
     }
 }
 
@@ -398,29 +386,5 @@ mod detail_impl {
                 [("request".to_owned(), "none".to_owned())]
             );
         }
-    }
-}
-
-#[cfg(all(test, feature = "ssr"))]
-mod tests {
-    #[test]
-    fn the_browser_knows_the_action_names() {
-        use caseload::actions as names;
-        assert_eq!(
-            [
-                super::EXPORT_ACTION,
-                super::STATUS_CHANGE_ACTION,
-                super::WATCH_ACTION,
-                super::UNWATCH_ACTION,
-                super::EMAIL_ACTION,
-            ],
-            [
-                names::EXPORT,
-                names::PROGRAM_STATUS_CHANGE,
-                names::WATCH,
-                names::UNWATCH,
-                names::EMAIL
-            ]
-        );
     }
 }

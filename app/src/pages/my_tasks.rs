@@ -4,14 +4,14 @@
 
 use std::collections::HashMap;
 
+use bulkq_types::TaskStatus;
+use bulkq_types::actions::{EXPORT, action_label};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
 use crate::api::bulk::export_file_href;
-use crate::api::tasks::{
-    EXPORT_ACTION, TaskRow, TaskUpdate, action_label, is_finished, list_my_tasks,
-};
+use crate::api::tasks::{TaskRow, TaskUpdate, list_my_tasks};
 use crate::components::feedback::ErrorMessage;
 use crate::components::scheduled_for::{ScheduledFor, is_scheduled};
 use crate::components::top_bar::TopBar;
@@ -34,7 +34,7 @@ pub fn MyTasksPage() -> impl IntoView {
                 .get_untracked()
                 .and_then(Result::ok)
                 .is_some_and(|page| page.tasks.iter().any(|t| t.id == update.task_id));
-            if known && !is_finished(&update.status) {
+            if known && !update.status.is_terminal() {
                 live.update(|live| {
                     live.insert(update.task_id, update);
                 });
@@ -94,7 +94,7 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
     let id = task.id;
     let initial = TaskUpdate {
         task_id: id,
-        status: task.status.clone(),
+        status: task.status,
         progress_done: task.progress_done,
         progress_total: task.progress_total,
     };
@@ -109,7 +109,7 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
         match update.progress_total {
             Some(total) if total > 0 => (update.progress_done, total),
             // Without a known total, only success shows a full bar.
-            _ if update.status == "COMPLETED" => (1, 1),
+            _ if update.status == TaskStatus::Completed => (1, 1),
             _ => (0, 1),
         }
     };
@@ -131,7 +131,7 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             })
             .unwrap_or_default()
     };
-    let is_export = task.action == EXPORT_ACTION;
+    let is_export = task.action == EXPORT;
     let export_expired = task.export_expired;
     let scheduled = is_scheduled(&task.created, &task.run_at);
     let run_at = task.run_at.clone();
@@ -140,8 +140,8 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             <div class="task-head">
                 <a class="task-action" href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a>
                 <span class="task-target" data-testid="task-target">{target}</span>
-                <span class=move || format!("badge badge-{}", status().to_lowercase()) data-testid="task-status">
-                    {status}
+                <span class=move || format!("badge badge-{}", status().as_str().to_lowercase()) data-testid="task-status">
+                    {move || status().as_str()}
                 </span>
             </div>
             <progress
@@ -152,13 +152,13 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             <div class="task-meta">
                 <span>{done}</span>
                 <time datetime=task.created.clone()>{format!("Submitted {}", format::minute(&task.created))}</time>
-                <Show when=move || scheduled && status() == "QUEUED">
+                <Show when=move || scheduled && status() == TaskStatus::Queued>
                     <ScheduledFor run_at=run_at.clone() />
                 </Show>
                 {task.finished.map(|finished| view! {
                     <time datetime=finished.clone()>{format!("Finished {}", format::minute(&finished))}</time>
                 })}
-                <Show when=move || is_export && status() == "COMPLETED">
+                <Show when=move || is_export && status() == TaskStatus::Completed>
                     {if export_expired {
                         view! { <span class="expired">"Expired"</span> }.into_any()
                     } else {

@@ -4,14 +4,13 @@
 
 use std::collections::HashSet;
 
+use bulkq_types::TaskStatus;
+use bulkq_types::actions::action_label;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
-use crate::api::admin::{
-    AbandonTasks, QueueHealth, RetryTasks, STATUSES, SetActionPaused, get_queue_health,
-};
-use crate::api::tasks::action_label;
+use crate::api::admin::{AbandonTasks, QueueHealth, RetryTasks, SetActionPaused, get_queue_health};
 use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::throughput_chart::ThroughputChart;
 use crate::components::top_bar::TopBar;
@@ -55,7 +54,7 @@ pub fn QueueHealthPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match health.await {
                         Ok(health) => view! { <Health health action_filter actions /> }.into_any(),
-                        Err(AppError::Forbidden) => view! {
+                        Err(AppError::Forbidden(_)) => view! {
                             <p class="error" role="alert" data-testid="forbidden">
                                 "Queue health is for administrators only."
                             </p>
@@ -89,12 +88,12 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
     let no_tasks = health.by_action.is_empty();
     view! {
         <section aria-label="Totals" class="cards">
-            {STATUSES
+            {TaskStatus::ALL
                 .iter()
                 .zip(health.totals.iter())
                 .map(|(status, count)| view! {
-                    <div class="card" data-testid=format!("total-{}", status.to_lowercase())>
-                        <span class=format!("badge badge-{}", status.to_lowercase())>{*status}</span>
+                    <div class="card" data-testid=format!("total-{}", status.as_str().to_lowercase())>
+                        <span class=format!("badge badge-{}", status.as_str().to_lowercase())>{status.as_str()}</span>
                         <strong>{format::count(*count as u64)}</strong>
                     </div>
                 })
@@ -116,7 +115,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                 <thead>
                     <tr>
                         <th scope="col">"Action"</th>
-                        {STATUSES.iter().map(|s| view! { <th scope="col">{*s}</th> }).collect_view()}
+                        {TaskStatus::ALL.iter().map(|s| view! { <th scope="col">{s.as_str()}</th> }).collect_view()}
                         <th scope="col">"Claiming"</th>
                     </tr>
                 </thead>
@@ -236,7 +235,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                                 view! {
                                     <tr>
                                         <td><a href=format!("/tasks/{id}")>{action_label(&stalled.task.action).to_owned()}</a></td>
-                                        <td>{stalled.task.status}</td>
+                                        <td>{stalled.task.status.as_str()}</td>
                                         <td><code>{stalled.node}</code></td>
                                         <td>{format::second(&stalled.last_change)}</td>
                                     </tr>
@@ -363,7 +362,7 @@ fn Problems(
                         <tbody>
                             {health_problems.into_iter().map(|task| {
                                 let id = task.id;
-                                let badge = format!("badge badge-{}", task.status.to_lowercase());
+                                let badge = format!("badge badge-{}", task.status.as_str().to_lowercase());
                                 view! {
                                     <tr>
                                         <td>
@@ -378,7 +377,7 @@ fn Problems(
                                             />
                                         </td>
                                         <td><a href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a></td>
-                                        <td><span class=badge>{task.status}</span></td>
+                                        <td><span class=badge>{task.status.as_str()}</span></td>
                                         <td>{format::minute(&task.created)}</td>
                                     </tr>
                                 }

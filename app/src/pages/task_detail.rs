@@ -3,16 +3,16 @@
 //! see the error detail and can retry or abandon the task. The page follows the live task
 //! stream, so it changes as the task runs.
 
+use bulkq_types::TaskStatus;
+use bulkq_types::actions::{
+    ActionReport, EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label,
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use crate::api::tasks::{
-    AbandonTask, EMAIL_ACTION, EXPORT_ACTION, ExportFile, RetryTask, STATUS_CHANGE_ACTION,
-    TaskDetail, TaskReport, UNWATCH_ACTION, WATCH_ACTION, action_label, get_task_detail,
-    is_finished,
-};
+use crate::api::tasks::{AbandonTask, ExportFile, RetryTask, TaskDetail, get_task_detail};
 use crate::components::feedback::ErrorMessage;
 use crate::components::scheduled_for::{ScheduledFor, is_scheduled};
 use crate::components::top_bar::TopBar;
@@ -103,8 +103,8 @@ fn Detail(
         <dl class="facts">
             <dt>"Status"</dt>
             <dd>
-                <span class=format!("badge badge-{}", detail.task.status.to_lowercase()) data-testid="task-status">
-                    {detail.task.status.clone()}
+                <span class=format!("badge badge-{}", detail.task.status.as_str().to_lowercase()) data-testid="task-status">
+                    {detail.task.status.as_str()}
                 </span>
             </dd>
             <dt>"Progress"</dt>
@@ -113,7 +113,7 @@ fn Detail(
             <dd>{format!("{} of {}", detail.attempt, detail.max_attempts)}</dd>
             <dt>"Submitted"</dt>
             <dd>{format::second(&detail.task.created)}</dd>
-            {(detail.task.status == "QUEUED" && is_scheduled(&detail.task.created, &detail.run_at)).then(|| view! {
+            {(detail.task.status == TaskStatus::Queued && is_scheduled(&detail.task.created, &detail.run_at)).then(|| view! {
                 <dt>"Starts"</dt>
                 <dd><ScheduledFor run_at=detail.run_at.clone() /></dd>
             })}
@@ -140,7 +140,7 @@ fn Detail(
         })}
         {detail.report.map(|report| {
             let action = detail.task.action.clone();
-            let finished = is_finished(&detail.task.status);
+            let finished = detail.task.status.is_terminal();
             view! { <Report action report finished /> }
         })}
         {detail.error_detail.map(|error| view! {
@@ -174,7 +174,7 @@ fn Detail(
                     <li>
                         <time datetime=entry.at.clone()>{format::second(&entry.at)}</time>
                         " "
-                        <strong>{entry.status}</strong>
+                        <strong>{entry.status.as_str()}</strong>
                         {format!(" (attempt {}) by {}", entry.attempt, entry.actor)}
                         {entry.message.map(|message| view! { <div class="timeline-message">{message}</div> })}
                     </li>
@@ -187,7 +187,7 @@ fn Detail(
 /// What the action has done (so far, unless `finished`): the counts that apply to it, and a
 /// few of the people it could not act on.
 #[component]
-fn Report(action: String, report: TaskReport, finished: bool) -> impl IntoView {
+fn Report(action: String, report: ActionReport, finished: bool) -> impl IntoView {
     let skipped: Vec<_> = report
         .forbidden_sample
         .iter()
@@ -218,19 +218,19 @@ fn Report(action: String, report: TaskReport, finished: bool) -> impl IntoView {
 /// shown, and what it left as it was except for an export (which leaves nothing); email's
 /// own counts are always shown, as they are what its owner looks for; the rest only when
 /// they happened.
-fn report_lines(action: &str, report: &TaskReport) -> Vec<(&'static str, u64)> {
-    let is_email = action == EMAIL_ACTION;
+fn report_lines(action: &str, report: &ActionReport) -> Vec<(&'static str, u64)> {
+    let is_email = action == EMAIL;
     let (changed, unchanged) = match action {
-        EXPORT_ACTION => ("Rows exported", "Unchanged"),
-        STATUS_CHANGE_ACTION => ("Status changed", "Already in that status"),
-        WATCH_ACTION => ("Now watched", "Already watched"),
-        UNWATCH_ACTION => ("No longer watched", "Were not watched"),
-        EMAIL_ACTION => ("Sent", "Already handled by an earlier attempt"),
+        EXPORT => ("Rows exported", "Unchanged"),
+        PROGRAM_STATUS_CHANGE => ("Status changed", "Already in that status"),
+        WATCH => ("Now watched", "Already watched"),
+        UNWATCH => ("No longer watched", "Were not watched"),
+        EMAIL => ("Sent", "Already handled by an earlier attempt"),
         _ => ("Done", "Unchanged"),
     };
     [
         (changed, report.changed, true),
-        (unchanged, report.unchanged, action != EXPORT_ACTION),
+        (unchanged, report.unchanged, action != EXPORT),
         ("Not yours to act on", report.forbidden, false),
         ("No such person", report.unknown, false),
         ("No email address", report.without_address, is_email),
@@ -249,13 +249,13 @@ mod tests {
 
     #[test]
     fn a_report_shows_what_applies_to_its_action() {
-        let report = TaskReport {
+        let report = ActionReport {
             changed: 3,
             forbidden: 1,
-            ..TaskReport::default()
+            ..ActionReport::default()
         };
         assert_eq!(
-            report_lines(STATUS_CHANGE_ACTION, &report),
+            report_lines(PROGRAM_STATUS_CHANGE, &report),
             [
                 ("Status changed", 3),
                 ("Already in that status", 0),
@@ -263,11 +263,11 @@ mod tests {
             ]
         );
         assert_eq!(
-            report_lines(EXPORT_ACTION, &report),
+            report_lines(EXPORT, &report),
             [("Rows exported", 3), ("Not yours to act on", 1)]
         );
         assert_eq!(
-            report_lines(EMAIL_ACTION, &TaskReport::default()),
+            report_lines(EMAIL, &ActionReport::default()),
             [
                 ("Sent", 0),
                 ("Already handled by an earlier attempt", 0),

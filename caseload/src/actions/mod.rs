@@ -1,5 +1,5 @@
 //! The four bulk actions as queue tasks: what a request may ask ([`spec`]), who it targets
-//! ([`target`]), what a task reports ([`report`]), and the executors that do the work in
+//! ([`target`]), what a task reports (`bulkq_types::actions::ActionReport`), and the executors that do the work in
 //! checkpointed batches ([`walk`], `executors`).
 //!
 //! ```text
@@ -14,7 +14,6 @@ mod executors;
 pub mod export_files;
 pub mod idempotency;
 mod pace;
-pub mod report;
 pub mod spec;
 pub mod submit;
 pub mod target;
@@ -23,6 +22,7 @@ mod walk;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bulkq_types::actions::{ActionReport, EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH};
 use queue::{Registry, Task};
 
 use crate::CaseloadError;
@@ -33,15 +33,7 @@ use executors::status_change::StatusChangeExecutor;
 use executors::watches::{UnwatchExecutor, WatchExecutor};
 pub use export_files::export_file;
 use pace::SharedPace;
-pub use report::ActionReport;
 pub use submit::{ActionRequest, submit};
-
-/// Component names of the bulk actions' tasks.
-pub const EXPORT: &str = "caseload.export";
-pub const PROGRAM_STATUS_CHANGE: &str = "caseload.program_status_change";
-pub const WATCH: &str = "caseload.watch";
-pub const UNWATCH: &str = "caseload.unwatch";
-pub const EMAIL: &str = "caseload.email";
 
 /// The most people per batch (and per checkpoint) when the configuration names no other
 /// number; while people are writing, batches are sized by elapsed time (`pace.rs`). Big

@@ -7,24 +7,26 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Utc};
+use bulkq_types::actions::{EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH};
+use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
+use bulkq_types::filter::PersonFilter;
+use bulkq_types::requests::{
+    EmailRequest, ExportRequest, FieldErrors, MAX_PRIORITY, MAX_SCHEDULE_AHEAD_DAYS,
+    ScheduleRequest, StatusChangeRequest, TargetRequest, UnknownFields, WatchRequest,
+};
+use chrono::Utc;
 use queue::NewTask;
 use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::target::{MAX_TARGET_IDS, Target};
-use super::{EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH};
 use crate::CaseloadError;
 use crate::email::EmailContent;
-use crate::export::{DEFAULT_ROW_CAP, ExportColumn, ExportOptions};
-use crate::search::PersonFilter;
+use crate::export::{DEFAULT_ROW_CAP, ExportOptions};
 use crate::status_change::StatusChange;
 use crate::statuses::require_status;
 use crate::users::StaffUser;
-
-/// Field name → what is wrong with it, for every bad field of a request.
-pub type FieldErrors = Vec<(String, String)>;
 
 /// Why a request was not enqueued.
 #[derive(Debug, thiserror::Error)]
@@ -49,58 +51,40 @@ fn describe(errors: &FieldErrors) -> String {
         .join("; ")
 }
 
-/// Who a request targets: exactly one of `ids`, `query` or `"all": true`.
-///
-/// Nothing is implied: a request that names no target, or misspells it, is refused rather
-/// than read as "everyone".
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct TargetRequest {
-    #[serde(default)]
-    pub ids: Option<Vec<Uuid>>,
-    #[serde(default)]
-    pub query: Option<PersonFilter>,
-    /// `true`: everyone the action may reach (see each action's request).
-    #[serde(default)]
-    pub all: Option<bool>,
-}
-
-impl TargetRequest {
-    /// The target to store; `everyone` is what `"all": true` means for the action.
-    fn resolve(self, everyone: Target, errors: &mut FieldErrors) -> Option<Target> {
-        match (self.ids, self.query, self.all == Some(true)) {
-            (Some(ids), None, false) => resolve_ids(ids, errors),
-            (None, Some(filter), false) => {
-                let problems = filter.problems();
-                errors.extend(
-                    problems
-                        .iter()
-                        .map(|(name, message)| field("query", format!("{name}: {message}"))),
-                );
-                problems.is_empty().then_some(Target::Query(filter))
-            }
-            (None, None, true) => Some(everyone),
-            (None, None, false) => {
-                errors.push(field(
-                    "ids",
-                    "choose people: give ids, a query, or \"all\": true",
-                ));
-                None
-            }
-            _ => {
-                errors.push(field(
-                    "ids",
-                    "give one of ids, query or \"all\": true, not several",
-                ));
-                None
-            }
+/// The target to store; `everyone` is what `"all": true` means for the action.
+fn resolve_target(
+    request: TargetRequest,
+    everyone: Target,
+    errors: &mut FieldErrors,
+) -> Option<Target> {
+    match (request.ids, request.query, request.all == Some(true)) {
+        (Some(ids), None, false) => resolve_ids(ids, errors),
+        (None, Some(filter), false) => {
+            let problems = filter.problems();
+            errors.extend(
+                problems
+                    .iter()
+                    .map(|(name, message)| field("query", format!("{name}: {message}"))),
+            );
+            problems.is_empty().then_some(Target::Query(filter))
+        }
+        (None, None, true) => Some(everyone),
+        (None, None, false) => {
+            errors.push(field(
+                "ids",
+                "choose people: give ids, a query, or \"all\": true",
+            ));
+            None
+        }
+        _ => {
+            errors.push(field(
+                "ids",
+                "give one of ids, query or \"all\": true, not several",
+            ));
+            None
         }
     }
 }
-
-/// The fields of a JSON request that its type does not define, collected instead of ignored
-/// so that a misspelt field (`"idz"`) is refused with its name rather than silently dropped.
-pub type UnknownFields = std::collections::BTreeMap<String, serde_json::Value>;
 
 /// A field error for each unknown field.
 fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
@@ -111,51 +95,30 @@ fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
     );
 }
 
-/// When a task may run and how it ranks against other waiting work; part of every bulk
-/// request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ScheduleRequest {
-    /// Not before this time (RFC 3339; any offset, stored in UTC); at once when absent or
-    /// past. At most a year ahead or behind.
-    #[serde(default)]
-    pub run_at: Option<DateTime<Utc>>,
-    /// Higher runs first among waiting tasks, from -100 to 100; 0 when absent.
-    #[serde(default)]
-    pub priority: Option<i32>,
-}
-
-/// The furthest ahead a task may be scheduled.
-pub const MAX_SCHEDULE_AHEAD_DAYS: i64 = 366;
-/// The largest priority either way.
-pub const MAX_PRIORITY: i32 = 100;
-
-impl ScheduleRequest {
-    /// The schedule, with a field error for each value out of range.
-    fn checked(self, errors: &mut FieldErrors) -> ScheduleRequest {
-        let window = chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS);
-        if let Some(run_at) = self.run_at {
-            let now = Utc::now();
-            if run_at > now + window {
-                let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead");
-                errors.push(field("run_at", problem));
-            } else if run_at < now - window {
-                // Past times mean "now"; one from long ago is a mistake (and some are out of
-                // the databases' range).
-                let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days in the past");
-                errors.push(field("run_at", problem));
-            }
+/// The schedule, with a field error for each value out of range.
+fn checked_schedule(schedule: ScheduleRequest, errors: &mut FieldErrors) -> ScheduleRequest {
+    let window = chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS);
+    if let Some(run_at) = schedule.run_at {
+        let now = Utc::now();
+        if run_at > now + window {
+            let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead");
+            errors.push(field("run_at", problem));
+        } else if run_at < now - window {
+            // Past times mean "now"; one from long ago is a mistake (and some are out of
+            // the databases' range).
+            let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days in the past");
+            errors.push(field("run_at", problem));
         }
-        if let Some(priority) = self.priority
-            && !(-MAX_PRIORITY..=MAX_PRIORITY).contains(&priority)
-        {
-            errors.push(field(
-                "priority",
-                format!("from -{MAX_PRIORITY} to {MAX_PRIORITY}"),
-            ));
-        }
-        self
     }
+    if let Some(priority) = schedule.priority
+        && !(-MAX_PRIORITY..=MAX_PRIORITY).contains(&priority)
+    {
+        errors.push(field(
+            "priority",
+            format!("from -{MAX_PRIORITY} to {MAX_PRIORITY}"),
+        ));
+    }
+    schedule
 }
 
 /// Drops repeated ids (keeping the first) so a person is acted on once.
@@ -182,71 +145,6 @@ fn resolve_ids(ids: Vec<Uuid>, errors: &mut FieldErrors) -> Option<Target> {
 
 fn field(name: &str, message: impl Into<String>) -> (String, String) {
     (name.to_owned(), message.into())
-}
-
-/// `POST /api/1/caseload/exports`. `"all": true` exports everyone the user may reach.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ExportRequest {
-    #[serde(flatten)]
-    pub target: TargetRequest,
-    #[serde(flatten)]
-    pub schedule: ScheduleRequest,
-    /// The columns in file order; all of them when absent.
-    #[serde(default)]
-    pub columns: Option<Vec<ExportColumn>>,
-    /// Stop after this many rows; the server's cap when absent (and never above it).
-    #[serde(default)]
-    pub row_cap: Option<u64>,
-    #[serde(flatten, skip_serializing)]
-    #[cfg_attr(feature = "openapi", schema(ignore))]
-    pub unknown: UnknownFields,
-}
-
-/// `POST /api/1/caseload/program-status-changes`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct StatusChangeRequest {
-    #[serde(flatten)]
-    pub target: TargetRequest,
-    #[serde(flatten)]
-    pub schedule: ScheduleRequest,
-    pub to_status: String,
-    pub reason: String,
-    #[serde(flatten, skip_serializing)]
-    #[cfg_attr(feature = "openapi", schema(ignore))]
-    pub unknown: UnknownFields,
-}
-
-/// `POST /api/1/caseload/watches` and `.../unwatches`. `"all": true` watches everyone the
-/// user may reach; for an unwatch it clears the user's whole watch list.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct WatchRequest {
-    #[serde(flatten)]
-    pub target: TargetRequest,
-    #[serde(flatten)]
-    pub schedule: ScheduleRequest,
-    #[serde(flatten, skip_serializing)]
-    #[cfg_attr(feature = "openapi", schema(ignore))]
-    pub unknown: UnknownFields,
-}
-
-/// `POST /api/1/caseload/emails`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct EmailRequest {
-    #[serde(flatten)]
-    pub target: TargetRequest,
-    #[serde(flatten)]
-    pub schedule: ScheduleRequest,
-    pub subject: String,
-    pub body: String,
-    #[serde(default)]
-    pub cc: Vec<String>,
-    #[serde(flatten, skip_serializing)]
-    #[cfg_attr(feature = "openapi", schema(ignore))]
-    pub unknown: UnknownFields,
 }
 
 /// What a `caseload.export` task does.
@@ -277,18 +175,6 @@ pub struct EmailSpec {
     pub content: EmailContent,
 }
 
-/// All export columns, in their natural order: the default column choice.
-pub const ALL_COLUMNS: [ExportColumn; 8] = [
-    ExportColumn::Id,
-    ExportColumn::SchoolId,
-    ExportColumn::FirstName,
-    ExportColumn::LastName,
-    ExportColumn::Email,
-    ExportColumn::ProgramStatus,
-    ExportColumn::CoachId,
-    ExportColumn::UpdatedAt,
-];
-
 /// Validates an export request; `max_row_cap` is the server's configured limit.
 pub fn export_task(
     user: &StaffUser,
@@ -297,8 +183,8 @@ pub fn export_task(
 ) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = request.schedule.checked(&mut errors);
-    let target = request.target.resolve(everyone(), &mut errors);
+    let schedule = checked_schedule(request.schedule, &mut errors);
+    let target = resolve_target(request.target, everyone(), &mut errors);
     let options = ExportOptions {
         columns: request.columns.unwrap_or_else(|| ALL_COLUMNS.to_vec()),
         row_cap: request.row_cap.unwrap_or(max_row_cap.min(DEFAULT_ROW_CAP)),
@@ -331,8 +217,8 @@ pub async fn status_change_task<C: ConnectionTrait>(
 ) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = request.schedule.checked(&mut errors);
-    let target = request.target.resolve(everyone(), &mut errors);
+    let schedule = checked_schedule(request.schedule, &mut errors);
+    let target = resolve_target(request.target, everyone(), &mut errors);
     let change = StatusChange {
         to_status: request.to_status,
         reason: request.reason,
@@ -362,8 +248,8 @@ pub async fn status_change_task<C: ConnectionTrait>(
 pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = request.schedule.checked(&mut errors);
-    let target = request.target.resolve(everyone(), &mut errors);
+    let schedule = checked_schedule(request.schedule, &mut errors);
+    let target = resolve_target(request.target, everyone(), &mut errors);
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
@@ -374,12 +260,12 @@ pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, Su
 pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = request.schedule.checked(&mut errors);
+    let schedule = checked_schedule(request.schedule, &mut errors);
     let my_watch_list = Target::Query(PersonFilter {
         watched_by: Some(user.id),
         ..PersonFilter::default()
     });
-    let target = request.target.resolve(my_watch_list, &mut errors);
+    let target = resolve_target(request.target, my_watch_list, &mut errors);
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
@@ -390,8 +276,8 @@ pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, 
 pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, SubmitError> {
     let mut errors = FieldErrors::new();
     unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = request.schedule.checked(&mut errors);
-    let target = request.target.resolve(everyone(), &mut errors);
+    let schedule = checked_schedule(request.schedule, &mut errors);
+    let target = resolve_target(request.target, everyone(), &mut errors);
     let content = EmailContent {
         subject: request.subject,
         body: request.body,

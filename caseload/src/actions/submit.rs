@@ -1,13 +1,13 @@
 //! Submitting a bulk action: validate the request and enqueue its task in one transaction,
 //! for the JSON API and the dashboard alike.
 
+use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, WatchRequest};
 use chrono::{DateTime, Utc};
 use queue::{NewTask, QueueError, Store, Task};
 
 use super::idempotency::IdempotencyKey;
 use super::spec::{
-    EmailRequest, ExportRequest, StatusChangeRequest, SubmitError, WatchRequest, email_task,
-    export_task, status_change_task, unwatch_task, watch_task,
+    SubmitError, email_task, export_task, status_change_task, unwatch_task, watch_task,
 };
 use crate::users::StaffUser;
 

@@ -1,13 +1,14 @@
 //! Who a bulk action is for: a list of ids or a saved query, and the batch-by-batch walk over
 //! either that an executor resumes from its checkpoint.
 
+use bulkq_types::filter::PersonFilter;
 use sea_orm::{Condition, ConnectionTrait};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::entity::person;
-use crate::search::{PersonFilter, count_people_within, people_after_within};
+use crate::search::{count_people_within, people_after_within};
 
 /// The most ids one request may name; larger selections are sent as a query.
 pub const MAX_TARGET_IDS: usize = 10_000;

@@ -7,13 +7,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
+use bulkq_types::actions::ActionReport;
 use queue::{Checkpoint, TaskContext, TaskError, WriteTransaction};
 use sea_orm::Condition;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::pace::SharedPace;
-use super::report::ActionReport;
 use super::target::{Cursor, Target, TargetBatch};
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport};
@@ -204,7 +204,7 @@ impl Walk<()> {
             let Some(following) = following else {
                 alone = false;
                 let report = work(&first).await?;
-                self.progress.report.add(&report);
+                report.add_to(&mut self.progress.report);
                 self.commit(ctx, first.txn).await?;
                 continue;
             };
@@ -225,7 +225,7 @@ impl Walk<()> {
                     report: report_before,
                     extra: (),
                 };
-                after_first.report.add(&work(&first).await?);
+                work(&first).await?.add_to(&mut after_first.report);
                 commit_progress(first_ctx, first.txn, &after_first, total).await?;
                 Ok::<_, TaskError>(after_first.report)
             };
@@ -262,7 +262,7 @@ impl Walk<()> {
                 (Err(error), _) | (_, Err(error)) => return Err(error),
             };
             if let Some(report) = second_report {
-                self.progress.report.add(&report);
+                report.add_to(&mut self.progress.report);
             }
             match second {
                 Next::Batch(step) => self.commit(ctx, step.txn).await?,

@@ -1,7 +1,9 @@
+use bulkq_types::export::ExportColumn;
+use bulkq_types::filter::PersonFilter;
 use caseload::CaseloadError;
 use caseload::entity::person;
-use caseload::export::{CsvExport, ExportColumn, ExportOptions};
-use caseload::search::{PersonFilter, people_after};
+use caseload::export::{CsvExport, ExportOptions};
+use caseload::search::people_after;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::Role;
 use chrono::Utc;

@@ -1,7 +1,6 @@
+use bulkq_types::filter::PersonFilter;
 use caseload::entity::person;
-use caseload::search::{
-    PageRequest, PersonFilter, PersonPage, count_people, people_after, search_people,
-};
+use caseload::search::{PageRequest, PersonPage, count_people, people_after, search_people};
 use caseload::users::{NewStaffUser, Role, create_user};
 use caseload::watches::watch;
 use chrono::Utc;

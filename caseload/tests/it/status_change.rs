@@ -1,6 +1,7 @@
+use bulkq_types::filter::PersonFilter;
 use caseload::access::Actor;
 use caseload::entity::{person, program_status_change as history};
-use caseload::search::{PersonFilter, people_after};
+use caseload::search::people_after;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::status_change::{StatusChange, change_status};
 use caseload::users::Role;

@@ -1,4 +1,5 @@
-use caseload::search::{PageRequest, PersonFilter, search_people};
+use bulkq_types::filter::PersonFilter;
+use caseload::search::{PageRequest, search_people};
 use caseload::users::Role;
 use caseload::watches::{unwatch, watch};
 use chrono::Utc;

@@ -1,29 +1,29 @@
 //! The bulk-action endpoints: one POST per action, each answering 202 with a reference to
 //! the task it enqueued, and the download of a finished export.
 
+use app::api::bulk::ssr_impl::submit_action;
+use app::api::ssr::{AppState, internal};
+use app::api::tasks::ssr_impl::visible_task;
+use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bulkq_types::actions::EXPORT;
+use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, WatchRequest};
 use caseload::actions::export_files::export_expires_at;
 use caseload::actions::idempotency::IdempotencyKey;
-use caseload::actions::spec::{
-    EmailRequest, ExportRequest, StatusChangeRequest, SubmitError, WatchRequest,
-};
-use caseload::actions::{ActionRequest, EXPORT, export_file, submit};
+use caseload::actions::{ActionRequest, export_file};
 use queue::TaskStatus;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use utoipa::IntoParams;
-use uuid::Uuid;
 
-use super::error::{ApiError, ErrorBody};
 use super::json::ApiJson;
-use super::tasks::TaskReference;
+use super::tasks::{TaskReference, parse_id};
 use super::user::ApiUser;
-use app::api::ssr::AppState;
 
 /// One bulk action's endpoint: `$name` handles `POST /api/1$path`, reading a `$request` and
 /// enqueueing it as `ActionRequest::$action`. Every action answers alike, so the handler and
@@ -48,7 +48,7 @@ macro_rules! bulk_action_endpoint {
             user: ApiUser,
             key: IdempotencyHeader,
             ApiJson(request): ApiJson<$request>,
-        ) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
+        ) -> Result<(StatusCode, Json<TaskReference>), AppError> {
             accept(&state, &user, ActionRequest::$action(request), key).await
         }
     };
@@ -70,15 +70,8 @@ async fn accept(
     user: &ApiUser,
     request: ActionRequest,
     key: IdempotencyHeader,
-) -> Result<(StatusCode, Json<TaskReference>), ApiError> {
-    let task = submit(
-        &state.store,
-        &user.0,
-        request,
-        state.bulk.export_row_cap,
-        key.0.as_ref(),
-    )
-    .await?;
+) -> Result<(StatusCode, Json<TaskReference>), AppError> {
+    let task = submit_action(state, &user.0, request, key.0.as_ref()).await?;
     Ok((StatusCode::ACCEPTED, Json(TaskReference::from(&task))))
 }
 
@@ -95,9 +88,9 @@ pub struct IdempotencyHeader(
 );
 
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
         let Some(value) = parts.headers.get(IDEMPOTENCY_KEY) else {
             return Ok(Self(None));
         };
@@ -105,27 +98,13 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
             .to_str()
             .map_err(|error| error.to_string())
             .and_then(IdempotencyKey::parse)
-            .map_err(|problem| ApiError::bad_request(format!("Idempotency-Key: {problem}.")))?;
+            .map_err(|problem| AppError::BadRequest(format!("Idempotency-Key: {problem}.")))?;
         Ok(Self(Some(key)))
     }
 }
 
 /// The header's name.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
-
-impl From<SubmitError> for ApiError {
-    fn from(error: SubmitError) -> Self {
-        match error {
-            SubmitError::Invalid(fields) => ApiError::invalid(fields),
-            SubmitError::KeyReused => ApiError::invalid([(
-                "Idempotency-Key".to_owned(),
-                "already used for a different request; send a new key".to_owned(),
-            )]),
-            SubmitError::Caseload(error) => error.into(),
-            SubmitError::Queue(error) => error.into(),
-        }
-    }
-}
 
 /// `GET /api/1/caseload/exports/{task_id}/file`: the CSV of a completed export, for the
 /// user who asked for it. Other staff get a 404 (the export's existence stays private);
@@ -146,52 +125,42 @@ pub async fn get_export_file(
     user: ApiUser,
     Path(id): Path<String>,
     request: Request,
-) -> Result<Response, ApiError> {
-    let id =
-        Uuid::parse_str(&id).map_err(|_| ApiError::bad_request("The export id is not a UUID."))?;
-    let task = match state.store.task_get(id).await? {
-        Some(task) if task.execution_component_name == EXPORT && user.may_see(task.owner_id) => {
-            task
-        }
-        _ => return Err(ApiError::not_found("export")),
+) -> Result<Response, AppError> {
+    let id = parse_id(&id, "export")?;
+    let task = match visible_task(&state.store, &user.0, id).await {
+        Ok(task) if task.execution_component_name == EXPORT => task,
+        Ok(_) | Err(AppError::NotFound(_)) => return Err(AppError::NotFound("Export".into())),
+        Err(other) => return Err(other),
     };
     if task.owner_id != user.0.id {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "Only the person who asked for an export may download it.",
+        return Err(AppError::Forbidden(
+            "Only the person who asked for an export may download it.".into(),
         ));
     }
     if task.workflow_status != TaskStatus::Completed {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!(
-                "The export is not finished yet (it is {}).",
-                task.workflow_status.as_str()
-            ),
-        ));
+        return Err(AppError::Conflict(format!(
+            "The export is not finished yet (it is {}).",
+            task.workflow_status.as_str()
+        )));
     }
     if let Some(expired) = export_expires_at(&task, state.bulk.export_retention)
         .filter(|expires| *expires <= state.store.clock().now())
     {
-        return Err(ApiError::new(
-            StatusCode::GONE,
-            format!(
-                "The export expired at {} and its file was deleted; run the export again.",
-                expired.format("%Y-%m-%d %H:%M UTC")
-            ),
-        ));
+        return Err(AppError::Gone(format!(
+            "The export expired at {} and its file was deleted; run the export again.",
+            expired.format("%Y-%m-%d %H:%M UTC")
+        )));
     }
     let path = export_file(&state.bulk.exports_dir, id);
     if !path.is_file() {
-        return Err(ApiError::new(
-            StatusCode::GONE,
-            "The export file is no longer on this server.",
+        return Err(AppError::Gone(
+            "The export file is no longer on this server.".into(),
         ));
     }
     let mut response = ServeFile::new(path)
         .oneshot(request)
         .await
-        .map_err(ApiError::internal)?
+        .map_err(internal)?
         .map(Body::new);
     let headers = response.headers_mut();
     headers.insert(
@@ -201,7 +170,7 @@ pub async fn get_export_file(
     let disposition = format!("attachment; filename=\"bulkq-export-{id}.csv\"");
     headers.insert(
         header::CONTENT_DISPOSITION,
-        HeaderValue::from_str(&disposition).map_err(ApiError::internal)?,
+        HeaderValue::from_str(&disposition).map_err(internal)?,
     );
     Ok(response.into_response())
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use app::api::ssr::{AppState, SESSION_USER_ID};
 use app::api::tasks::TaskUpdate;
+use app::error::{AppError, ErrorBody};
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::broadcast::Receiver;
@@ -22,7 +22,6 @@ use tokio::time::{Interval, MissedTickBehavior};
 use tower_sessions::session::Id;
 use tower_sessions::{Session, SessionStore};
 
-use super::error::{ApiError, ErrorBody};
 use super::stream_limit::{StreamLimit, StreamSlot};
 use super::user::ApiUser;
 use crate::session_store::DatabaseSessionStore;
@@ -44,16 +43,10 @@ pub async fn task_events(
     State(limit): State<StreamLimit>,
     user: ApiUser,
     session: Session,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let session_id = session.id().ok_or_else(ApiError::unauthenticated)?;
-    let slot = limit.open(user.0.id).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "At most {} live update streams per user; close another tab first.",
-                limit.per_user()
-            ),
-        )
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+    let session_id = session.id().ok_or(AppError::Unauthenticated)?;
+    let slot = limit.open(user.0.id).ok_or(AppError::TooManyStreams {
+        limit: limit.per_user(),
     })?;
     let mut recheck = tokio::time::interval_at(
         tokio::time::Instant::now() + SESSION_RECHECK,
@@ -98,7 +91,7 @@ impl Live {
                 }
             };
             let event = match received {
-                Ok(event) if self.user.may_see(event.owner_id) => {
+                Ok(event) if self.user.0.may_see_tasks_of(event.owner_id) => {
                     match Event::default()
                         .event("task")
                         .json_data(TaskUpdate::from(&event))

@@ -1,12 +1,11 @@
-//! A JSON body extractor whose rejections are [`ApiError`]s: malformed JSON is a 400, JSON
-//! of the wrong shape a 422, a missing content type a 415, each with axum's own explanation
-//! (which names the offending field and position), in the API's error format.
+//! A JSON body extractor whose rejections are [`AppError`]s: malformed JSON is a 400, JSON
+//! of the wrong shape a 422, a missing content type a 415, a body over the limit a 413, each
+//! with axum's own explanation (which names the offending field and position).
 
+use app::error::AppError;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
-
-use super::error::ApiError;
 
 /// The request body, parsed as JSON into `T`.
 pub struct ApiJson<T>(pub T);
@@ -16,7 +15,7 @@ where
     T: DeserializeOwned,
     S: Send + Sync,
 {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         match axum::Json::<T>::from_request(request, state).await {
@@ -26,6 +25,12 @@ where
     }
 }
 
-fn rejection_error(rejection: JsonRejection) -> ApiError {
-    ApiError::new(rejection.status(), rejection.body_text())
+fn rejection_error(rejection: JsonRejection) -> AppError {
+    let explanation = rejection.body_text();
+    match rejection.status().as_u16() {
+        413 => AppError::TooLarge(explanation),
+        415 => AppError::UnsupportedMediaType(explanation),
+        422 => AppError::invalid(explanation),
+        _ => AppError::BadRequest(explanation),
+    }
 }

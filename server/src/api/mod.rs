@@ -2,12 +2,11 @@
 //! status of the tasks they create. It shares the dashboard's sign-in session. Its contract
 //! is served at `/api/1/openapi.json` ([`openapi`]).
 //!
-//! Every failure is a JSON body `{"error": "...", "fields": {...}}` with a 4xx status for
-//! the caller's mistakes (see [`error::ApiError`]); internal failures are logged and answered
-//! with a generic 500 that reveals nothing.
+//! Every failure is `app::error::AppError`, the dashboard's error too, sent as a JSON body
+//! `{"error": "...", "fields": {...}}` with a 4xx status for the caller's mistakes; internal
+//! failures are logged and answered with a generic 500 that reveals nothing.
 
 pub mod bulk;
-pub mod error;
 pub mod events;
 pub mod json;
 pub mod openapi;

@@ -4,24 +4,21 @@
 //! (`execution_state`) or the error detail (`workflow_status_desc`, for admins in the
 //! dashboard), and not the spec, which can hold thousands of ids.
 
+use app::api::ssr::AppState;
+use app::api::tasks::ssr_impl::{ListRequest, task_page, visible_task};
+use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use caseload::actions::{ActionReport, EXPORT, task_report};
+use bulkq_types::actions::{ActionReport, EXPORT};
+use caseload::actions::task_report;
 use chrono::{DateTime, Utc};
-use queue::{Page, Task, TaskFilter, TaskStatus};
+use queue::{Task, TaskStatus};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::error::{ApiError, ErrorBody};
 use super::user::ApiUser;
-use app::api::ssr::AppState;
 
-/// The most tasks one list request returns.
-const MAX_LIST_LIMIT: u64 = 200;
-/// The furthest a list may start: more than any node keeps (finished tasks are pruned),
-/// and within what both databases accept as an offset.
-const MAX_LIST_OFFSET: u64 = 10_000_000;
 /// Tasks per list request when the client does not say.
 const DEFAULT_LIST_LIMIT: u64 = 50;
 
@@ -124,13 +121,14 @@ pub async fn get_task(
     State(state): State<AppState>,
     user: ApiUser,
     Path(id): Path<String>,
-) -> Result<Json<TaskView>, ApiError> {
-    let id =
-        Uuid::parse_str(&id).map_err(|_| ApiError::bad_request("The task id is not a UUID."))?;
-    match state.store.task_get(id).await? {
-        Some(task) if user.may_see(task.owner_id) => Ok(Json(task.into())),
-        _ => Err(ApiError::not_found("task")),
-    }
+) -> Result<Json<TaskView>, AppError> {
+    let id = parse_id(&id, "task")?;
+    Ok(Json(visible_task(&state.store, &user.0, id).await?.into()))
+}
+
+/// A path's id, or a 400 that says which id is not a UUID.
+pub fn parse_id(text: &str, what: &str) -> Result<Uuid, AppError> {
+    Uuid::parse_str(text).map_err(|_| AppError::BadRequest(format!("The {what} id is not a UUID.")))
 }
 
 /// Query parameters of `GET /api/1/tasks`.
@@ -171,39 +169,19 @@ pub async fn list_tasks(
     State(state): State<AppState>,
     user: ApiUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<TaskList>, ApiError> {
-    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
-    let limit = query.limit.unwrap_or(DEFAULT_LIST_LIMIT);
-    if limit == 0 || limit > MAX_LIST_LIMIT {
-        return Err(ApiError::invalid([(
-            "limit".to_owned(),
-            format!("must be between 1 and {MAX_LIST_LIMIT}"),
-        )]));
-    }
-    if query.offset > MAX_LIST_OFFSET {
-        return Err(ApiError::invalid([(
-            "offset".to_owned(),
-            format!("must be at most {MAX_LIST_OFFSET}"),
-        )]));
-    }
-    let only_mine = query.mine.is_some() || !user.is_admin();
-    let filter = TaskFilter {
-        statuses: query.status.into_iter().collect(),
-        component: None,
-        owner_id: only_mine.then_some(user.0.id),
-    };
-    let page = Page {
+) -> Result<Json<TaskList>, AppError> {
+    let Query(query) = query.map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+    let request = ListRequest {
+        only_mine: query.mine.is_some(),
+        status: query.status,
         offset: query.offset,
-        limit,
+        limit: query.limit.unwrap_or(DEFAULT_LIST_LIMIT),
     };
-    let (tasks, total) = tokio::try_join!(
-        state.store.task_list(&filter, page),
-        state.store.task_count(&filter)
-    )?;
+    let (tasks, total) = task_page(&state.store, &user.0, request).await?;
     Ok(Json(TaskList {
         tasks: tasks.into_iter().map(TaskView::from).collect(),
         total,
-        offset: query.offset,
-        limit,
+        offset: request.offset,
+        limit: request.limit,
     }))
 }

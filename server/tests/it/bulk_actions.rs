@@ -319,7 +319,7 @@ async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {
 
     // An export that has not finished yet (its action is paused) is a conflict, not a file.
     bulk.store
-        .component_pause(caseload::actions::EXPORT, "test")
+        .component_pause(bulkq_types::actions::EXPORT, "test")
         .await
         .unwrap();
     let reference = bulk

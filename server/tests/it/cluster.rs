@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use caseload::actions::spec::{StatusChangeRequest, TargetRequest, status_change_task};
+use bulkq_types::requests::{StatusChangeRequest, TargetRequest};
+use caseload::actions::spec::status_change_task;
 use caseload::actions::task_report;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{Role, StaffUser};

@@ -7,10 +7,11 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use caseload::actions::spec::{EmailRequest, StatusChangeRequest, TargetRequest};
-use caseload::actions::{ActionReport, ActionRequest, submit, task_report};
+use bulkq_types::actions::ActionReport;
+use bulkq_types::filter::PersonFilter;
+use bulkq_types::requests::{EmailRequest, StatusChangeRequest, TargetRequest};
+use caseload::actions::{ActionRequest, submit, task_report};
 use caseload::entity::email_send_log as send_log;
-use caseload::search::PersonFilter;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::testing::SmtpServer;
 use caseload::users::{Role, StaffUser};

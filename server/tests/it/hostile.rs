@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode, header};
 use axum::routing::get as route_get;
-use caseload::actions::{EXPORT, PROGRAM_STATUS_CHANGE};
+use bulkq_types::actions::{EXPORT, PROGRAM_STATUS_CHANGE};
 use caseload::testing::insert_people;
 use caseload::users::Role;
 use http_body_util::BodyExt;

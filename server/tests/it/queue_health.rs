@@ -30,9 +30,9 @@ async fn only_admins_see_queue_health(db: TestDatabase) {
 
 /// Column of a status in the health tables.
 fn col(status: &str) -> usize {
-    app::api::admin::STATUSES
+    bulkq_types::TaskStatus::ALL
         .iter()
-        .position(|s| *s == status)
+        .position(|s| s.as_str() == status)
         .unwrap()
 }
 

@@ -57,7 +57,7 @@ async fn owners_and_admins_see_a_task(db: TestDatabase) {
     assert_status(&response, &body, StatusCode::NOT_FOUND);
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["error"],
-        "No such task."
+        "Task not found."
     );
     let (response, body) = send(&app, get(&path, None)).await;
     assert_status(&response, &body, StatusCode::UNAUTHORIZED);

@@ -335,7 +335,10 @@ mod tests {
             "Stop watching 2,500 people?"
         );
         let export = BulkAction::Export {
-            columns: vec!["id".into(), "email".into()],
+            columns: vec![
+                bulkq_types::export::ExportColumn::Id,
+                bulkq_types::export::ExportColumn::Email,
+            ],
         };
         assert_eq!(
             question(&export, 40, &statuses),

@@ -5,13 +5,14 @@
 //! What a form holds lives in [`Drafts`], outside the form, so going back from the
 //! confirmation (or from an error) finds everything as it was typed.
 
+use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use leptos::ev::SubmitEvent;
 use leptos::html;
 use leptos::prelude::*;
 use leptos::wasm_bindgen::JsCast;
 use leptos::web_sys;
 
-use crate::api::bulk::{BulkAction, BulkSchedule, EXPORT_COLUMNS, PRIORITIES};
+use crate::api::bulk::{BulkAction, BulkSchedule, PRIORITIES};
 use crate::api::caseload::ProgramStatusOption;
 use crate::local_time;
 
@@ -26,8 +27,8 @@ pub enum FormKind {
 /// What the forms hold while they are filled in.
 #[derive(Clone, Copy)]
 pub struct Drafts {
-    /// Export column names, as chosen (kept in [`EXPORT_COLUMNS`] order when sent).
-    columns: RwSignal<Vec<String>>,
+    /// Export columns, as chosen (kept in [`ALL_COLUMNS`] order when sent).
+    columns: RwSignal<Vec<ExportColumn>>,
     to_status: RwSignal<String>,
     reason: RwSignal<String>,
     subject: RwSignal<String>,
@@ -42,7 +43,7 @@ pub struct Drafts {
 impl Drafts {
     pub fn new() -> Self {
         Drafts {
-            columns: RwSignal::new(EXPORT_COLUMNS.iter().map(|(n, _)| n.to_string()).collect()),
+            columns: RwSignal::new(ALL_COLUMNS.to_vec()),
             to_status: RwSignal::default(),
             reason: RwSignal::default(),
             subject: RwSignal::default(),
@@ -67,10 +68,9 @@ impl Drafts {
             FormKind::Export => {
                 let chosen = self.columns.get_untracked();
                 BulkAction::Export {
-                    columns: EXPORT_COLUMNS
-                        .iter()
-                        .map(|(name, _)| name.to_string())
-                        .filter(|name| chosen.contains(name))
+                    columns: ALL_COLUMNS
+                        .into_iter()
+                        .filter(|column| chosen.contains(column))
                         .collect(),
                 }
             }
@@ -143,32 +143,28 @@ fn export_fields(drafts: Drafts) -> impl IntoView {
     view! {
         <fieldset>
             <legend>"Columns"</legend>
-            {EXPORT_COLUMNS
-                .iter()
-                .map(|(name, label)| {
-                    let name = name.to_string();
-                    let checked = {
-                        let name = name.clone();
-                        move || drafts.columns.with(|chosen| chosen.contains(&name))
-                    };
+            {ALL_COLUMNS
+                .into_iter()
+                .map(|column| {
+                    let checked = move || drafts.columns.with(|chosen| chosen.contains(&column));
                     view! {
                         <label class="check">
                             <input
                                 type="checkbox"
                                 name="columns"
-                                value=name.clone()
+                                value=column.header()
                                 prop:checked=checked
                                 on:change=move |ev| {
                                     let on = event_target_checked(&ev);
                                     drafts.columns.update(|chosen| {
-                                        chosen.retain(|c| *c != name);
+                                        chosen.retain(|c| *c != column);
                                         if on {
-                                            chosen.push(name.clone());
+                                            chosen.push(column);
                                         }
                                     });
                                 }
                             />
-                            {*label}
+                            {column.label()}
                         </label>
                     }
                 })
@@ -281,11 +277,13 @@ mod tests {
         // Signals live in an owner's arena (the server build keeps one per request).
         Owner::new().with(|| {
             let drafts = Drafts::new();
-            drafts.columns.set(vec!["email".into(), "school_id".into()]);
+            drafts
+                .columns
+                .set(vec![ExportColumn::Email, ExportColumn::SchoolId]);
             assert_eq!(
                 drafts.action(FormKind::Export),
                 BulkAction::Export {
-                    columns: vec!["school_id".into(), "email".into()]
+                    columns: vec![ExportColumn::SchoolId, ExportColumn::Email]
                 }
             );
         });

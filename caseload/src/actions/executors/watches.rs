@@ -27,7 +27,7 @@ impl TaskExecutor for WatchExecutor {
             let report = watch(&*step.txn, &step.actor, &step.batch.ids, Utc::now())
                 .await
                 .map_err(task_error)?;
-            walk.progress.report.add(&report);
+            report.add_to(&mut walk.progress.report);
             walk.commit(ctx, step.txn).await?;
         }
         Ok(())
@@ -45,7 +45,7 @@ impl TaskExecutor for UnwatchExecutor {
             let report = unwatch(&*step.txn, &step.actor, &step.batch.ids)
                 .await
                 .map_err(task_error)?;
-            walk.progress.report.add(&report);
+            report.add_to(&mut walk.progress.report);
             walk.commit(ctx, step.txn).await?;
         }
         Ok(())

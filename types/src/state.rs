@@ -27,51 +27,63 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+#[cfg(feature = "sea-orm")]
 use sea_orm::sea_query::StringLen;
-use sea_orm::{DeriveActiveEnum, EnumIter};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Where a task is in its life. Stored as the upper-case name in `workflow_status`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "sea-orm",
+    derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum),
+    sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")
 )]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TaskStatus {
     /// Waiting to run. Enqueue puts a task here; a retry, a rescue, a shutdown hand-back or an
     /// admin retry put it back. The producer of some node moves it to `Scheduling` once its
     /// `run_at` is due and its component is not paused.
-    #[sea_orm(string_value = "QUEUED")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "QUEUED"))]
     Queued,
     /// Claimed by a node (`scheduled_by_process`) that has a free executor slot for it. The
     /// claiming UPDATE moves it straight on to `Executing` (the node starts what it claims
     /// at once), so this status appears in the task's history only; the rescuer treats a
     /// row in it (written by an older version) like `Executing`.
-    #[sea_orm(string_value = "SCHEDULING")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "SCHEDULING"))]
     Scheduling,
     /// An executor is running it. The worker moves it to `Completed`, `Queued` (retry or
     /// hand-back), `Failure` or `Error`; the rescuer and admins may take it away.
-    #[sea_orm(string_value = "EXECUTING")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "EXECUTING"))]
     Executing,
     /// Done. Final; kept until the pruner removes it after the retention period.
-    #[sea_orm(string_value = "COMPLETED")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "COMPLETED"))]
     Completed,
     /// The queue machinery could not run the task (e.g. no executor is registered for its
     /// component). Only an admin retry or abandon moves it on.
-    #[sea_orm(string_value = "ERROR")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "ERROR"))]
     Error,
     /// The work failed for good: a permanent error, or out of attempts. Only an admin retry or
     /// abandon moves it on.
-    #[sea_orm(string_value = "FAILURE")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "FAILURE"))]
     Failure,
     /// An administrator gave up on it. Only an admin retry moves it on.
-    #[sea_orm(string_value = "ABANDONED")]
+    #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "ABANDONED"))]
     Abandoned,
 }
 
 impl TaskStatus {
+    /// Every status, in the order of a task's life: the columns of the queue's tables.
+    pub const ALL: [TaskStatus; 7] = [
+        Self::Queued,
+        Self::Scheduling,
+        Self::Executing,
+        Self::Completed,
+        Self::Failure,
+        Self::Error,
+        Self::Abandoned,
+    ];
     /// Statuses in which a task still has work ahead of it; a `unique_key` is unique among
     /// these, and the pruner never deletes them.
     pub const ACTIVE: [TaskStatus; 3] = [Self::Queued, Self::Scheduling, Self::Executing];
@@ -105,6 +117,20 @@ impl TaskStatus {
     /// True once no worker will move the task on by itself.
     pub fn is_terminal(self) -> bool {
         Self::TERMINAL.contains(&self)
+    }
+
+    /// Whether an administrator may put a task in this status back in the queue.
+    pub fn can_requeue(self) -> bool {
+        Transition::Requeue.allowed_from().contains(&self)
+    }
+
+    /// Whether an administrator may abandon a task in this status.
+    pub fn can_abandon(self) -> bool {
+        Transition::Abandon {
+            reason: String::new(),
+        }
+        .allowed_from()
+        .contains(&self)
     }
 }
 

@@ -1,15 +1,37 @@
-//! What a bulk action did so far, kept in its checkpoint and shown to its owner.
+//! The bulk actions by name, and what each has done so far: the words browser and server
+//! use for them.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::access::BatchReport;
+/// Component names of the bulk actions' tasks (the queue's `execution_component_name`).
+pub const EXPORT: &str = "caseload.export";
+pub const PROGRAM_STATUS_CHANGE: &str = "caseload.program_status_change";
+pub const WATCH: &str = "caseload.watch";
+pub const UNWATCH: &str = "caseload.unwatch";
+pub const EMAIL: &str = "caseload.email";
+
+/// The bulk actions, in the order the dashboard offers them.
+pub const ALL: [&str; 5] = [EXPORT, PROGRAM_STATUS_CHANGE, WATCH, UNWATCH, EMAIL];
+
+/// The name people see for an action; other components keep their own name.
+pub fn action_label(component: &str) -> &str {
+    match component {
+        EXPORT => "Export",
+        PROGRAM_STATUS_CHANGE => "Change status",
+        WATCH => "Watch",
+        UNWATCH => "Unwatch",
+        EMAIL => "Email",
+        other => other,
+    }
+}
 
 /// How many ids of each kind a report lists, so a user can look up a few of the people an
 /// action skipped without the checkpoint growing with the target.
 pub const SAMPLE_SIZE: usize = 20;
 
-/// The running tally of a bulk action. Which counts apply depends on the action:
+/// The running tally of a bulk action, kept in its checkpoint and shown to its owner. Which
+/// counts apply depends on the action:
 /// - `changed`: people whose status changed, newly watched or unwatched, rows exported;
 ///   for email, messages sent;
 /// - `unchanged`: people already in the wanted state (or done by an earlier run);
@@ -34,13 +56,6 @@ pub struct ActionReport {
 }
 
 impl ActionReport {
-    /// Adds what one batch of a domain operation did.
-    pub fn add(&mut self, batch: &BatchReport) {
-        self.changed += batch.changed;
-        self.unchanged += batch.unchanged;
-        self.add_skipped(&batch.forbidden, &batch.unknown);
-    }
-
     /// Adds requested people a batch left alone: outside the scope, or naming nobody.
     pub fn add_skipped(&mut self, forbidden: &[Uuid], unknown: &[Uuid]) {
         self.forbidden += forbidden.len() as u64;
@@ -64,17 +79,19 @@ mod tests {
         let mut report = ActionReport::default();
         let unknown: Vec<Uuid> = (0..15).map(|_| Uuid::now_v7()).collect();
         for _ in 0..2 {
-            report.add(&BatchReport {
-                changed: 3,
-                unchanged: 1,
-                forbidden: vec![Uuid::now_v7()],
-                unknown: unknown.clone(),
-            });
+            report.add_skipped(&[Uuid::now_v7()], &unknown);
         }
-        assert_eq!((report.changed, report.unchanged), (6, 2));
         assert_eq!((report.forbidden, report.unknown), (2, 30));
         assert_eq!(report.forbidden_sample.len(), 2);
         assert_eq!(report.unknown_sample.len(), SAMPLE_SIZE);
         assert_eq!(report.unknown_sample[..15], unknown[..]);
+    }
+
+    #[test]
+    fn every_action_has_a_label() {
+        for action in ALL {
+            assert_ne!(action_label(action), action);
+        }
+        assert_eq!(action_label("example.hello"), "example.hello");
     }
 }

@@ -1,0 +1,17 @@
+//! The types browser and server share, and nothing that needs a database or HTTP: a task's
+//! states and the pure decisions between them ([`state`]), the bulk actions' names and
+//! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`]),
+//! and the character rule all user text obeys ([`text`]).
+//!
+//! The dashboard's WebAssembly build uses these exact types, so a status, an action name or
+//! an export column is spelt once (ADR 0036). SeaORM's derives for [`state::TaskStatus`]
+//! and OpenAPI schemas come behind the `sea-orm` and `openapi` features.
+
+pub mod actions;
+pub mod export;
+pub mod filter;
+pub mod requests;
+pub mod state;
+pub mod text;
+
+pub use state::TaskStatus;
