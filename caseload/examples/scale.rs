@@ -15,13 +15,14 @@
 use std::time::{Duration, Instant};
 
 use bulkq_types::filter::PersonFilter;
+use bulkq_types::people::{PageRequest, PersonPage};
 use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, TargetRequest};
 use caseload::actions::{
     ActionRequest, ActionsConfig, BATCH_SIZE_DEFAULT, export_file, submit, task_report,
 };
 use caseload::email::{MailTransport, Mailer};
 use caseload::export::DEFAULT_ROW_CAP;
-use caseload::search::{PageRequest, PersonPage, count_people_within, search_people};
+use caseload::search::{count_people_within, search_people};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, StaffUser, create_user, ids_with_role};
 use migration::Migrator;

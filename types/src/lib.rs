@@ -10,8 +10,10 @@
 pub mod actions;
 pub mod export;
 pub mod filter;
+pub mod people;
 pub mod requests;
 pub mod state;
+pub mod task;
 pub mod text;
 
 pub use state::TaskStatus;

@@ -1,11 +1,11 @@
 //! Queue health and repair, for admins: counts, backlog age, nodes, paused actions, and the
 //! failed tasks with bulk retry/abandon.
 
+use bulkq_types::task::TaskView;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::api::tasks::TaskRow;
 use crate::error::AppError;
 
 /// Minutes of history in the throughput chart.
@@ -69,7 +69,7 @@ pub struct HeldLock {
 /// A running task that looks stuck.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StalledTask {
-    pub task: TaskRow,
+    pub task: TaskView,
     /// The node holding it.
     pub node: String,
     /// When it last changed (claim, checkpoint or progress), RFC 3339.
@@ -90,7 +90,7 @@ pub struct QueueHealth {
     pub periodic_jobs: Vec<PeriodicJobRow>,
     pub locks: Vec<HeldLock>,
     /// FAILURE and ERROR tasks (of `action`, if given), newest first.
-    pub problems: Vec<TaskRow>,
+    pub problems: Vec<TaskView>,
     pub problem_total: u64,
     /// Running tasks held by a dead node or quiet for [`STALLED_AFTER_MINUTES`].
     pub stalled: Vec<StalledTask>,
@@ -158,7 +158,7 @@ mod ssr_impl {
     use caseload::actions::export_files::exports_disk_use;
 
     use crate::api::ssr::{self, AppState, action_name, internal, require_user, state};
-    use crate::api::tasks::ssr_impl::task_row;
+    use crate::api::tasks::ssr_impl::task_view;
 
     async fn require_admin() -> Result<StaffUser, AppError> {
         let user = require_user().await?;
@@ -297,12 +297,12 @@ mod ssr_impl {
                 .map(|task| StalledTask {
                     node: task.scheduled_by_process.clone().unwrap_or_default(),
                     last_change: task.modified_date.to_rfc3339(),
-                    task: task_row(task, retention),
+                    task: task_view(task, retention, now),
                 })
                 .collect(),
             problems: problems
                 .into_iter()
-                .map(|task| task_row(task, retention))
+                .map(|task| task_view(task, retention, now))
                 .collect(),
         })
     }

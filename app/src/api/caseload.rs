@@ -1,9 +1,9 @@
 //! Caseload search for the dashboard; bulk actions over a search reuse its filter
 //! ([`crate::api::bulk`]).
 
+use bulkq_types::people::PersonPage;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::error::AppError;
 
@@ -29,36 +29,6 @@ pub struct CaseloadQuery {
     pub page: u64,
 }
 
-/// One person in the caseload table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PersonRow {
-    pub id: Uuid,
-    pub school_id: String,
-    pub first_name: String,
-    pub last_name: String,
-    pub email: Option<String>,
-    pub program_status: String,
-}
-
-/// One page of the caseload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CaseloadPage {
-    pub people: Vec<PersonRow>,
-    /// How many match, counted up to `caseload::search::COUNT_CAP` (100,000).
-    pub total: u64,
-    /// False when more match than were counted (show "100,000+").
-    pub total_is_exact: bool,
-    pub page: u64,
-    pub page_size: u64,
-}
-
-impl CaseloadPage {
-    /// How many pages the whole result has (at least one, even when empty).
-    pub fn page_count(&self) -> u64 {
-        self.total.div_ceil(self.page_size).max(1)
-    }
-}
-
 /// A program status as pick lists show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramStatusOption {
@@ -68,7 +38,7 @@ pub struct ProgramStatusOption {
 
 /// Searches the caseload: people matching the query, 50 a page, in name order.
 #[server(endpoint = "search_caseload")]
-pub async fn search_caseload(query: CaseloadQuery) -> Result<CaseloadPage, AppError> {
+pub async fn search_caseload(query: CaseloadQuery) -> Result<PersonPage, AppError> {
     crate::api::ssr::respond(ssr_impl::search(query)).await
 }
 
@@ -81,7 +51,7 @@ pub async fn list_program_statuses() -> Result<Vec<ProgramStatusOption>, AppErro
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr_impl {
     use bulkq_types::filter::PersonFilter;
-    use caseload::search::PageRequest;
+    use bulkq_types::people::PageRequest;
     use caseload::users::StaffUser;
 
     use super::*;
@@ -109,36 +79,14 @@ pub(crate) mod ssr_impl {
         })
     }
 
-    pub async fn search(query: CaseloadQuery) -> Result<CaseloadPage, AppError> {
+    pub async fn search(query: CaseloadQuery) -> Result<PersonPage, AppError> {
         let user = require_user().await?;
         let filter = person_filter(&query, &user)?;
-        let page = caseload::search::search_people(
-            &db()?,
-            &filter,
-            PageRequest {
-                page: query.page,
-                page_size: PAGE_SIZE,
-            },
-        )
-        .await?;
-        Ok(CaseloadPage {
-            people: page
-                .people
-                .into_iter()
-                .map(|p| PersonRow {
-                    id: p.id,
-                    school_id: p.school_id,
-                    first_name: p.first_name,
-                    last_name: p.last_name,
-                    email: p.email,
-                    program_status: p.program_status,
-                })
-                .collect(),
-            total: page.total,
-            total_is_exact: page.total_is_exact,
-            page: page.page,
-            page_size: page.page_size,
-        })
+        let page = PageRequest {
+            page: query.page,
+            page_size: PAGE_SIZE,
+        };
+        Ok(caseload::search::search_people(&db()?, &filter, page).await?)
     }
 
     pub async fn program_statuses() -> Result<Vec<ProgramStatusOption>, AppError> {

@@ -1,7 +1,7 @@
 //! The signed-in user's tasks, and the live updates that keep their list current.
 
 use bulkq_types::TaskStatus;
-use bulkq_types::actions::ActionReport;
+use bulkq_types::task::TaskView;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -18,28 +18,10 @@ pub const MAX_LIST_LIMIT: u64 = 200;
 /// within what both databases accept as an offset.
 pub const MAX_LIST_OFFSET: u64 = 10_000_000;
 
-/// One task in a list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskRow {
-    pub id: Uuid,
-    /// The executor's component name, e.g. `caseload.export`.
-    pub action: String,
-    pub status: TaskStatus,
-    pub progress_done: i64,
-    pub progress_total: Option<i64>,
-    /// RFC 3339, UTC.
-    pub created: String,
-    /// RFC 3339, UTC: not before this.
-    pub run_at: String,
-    pub finished: Option<String>,
-    /// An export whose file has passed its retention (and is deleted or about to be).
-    pub export_expired: bool,
-}
-
 /// A page of tasks, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskPage {
-    pub tasks: Vec<TaskRow>,
+    pub tasks: Vec<TaskView>,
     pub total: u64,
 }
 
@@ -61,6 +43,7 @@ pub async fn list_my_tasks(page: u64) -> Result<TaskPage, AppError> {
 #[cfg(feature = "ssr")]
 pub mod ssr_impl {
     use bulkq_types::actions::EXPORT;
+    use bulkq_types::task::TaskLinks;
     use caseload::actions::export_files::{export_expired, export_expires_at};
     use caseload::users::StaffUser;
     use queue::{Page, Store, Task, TaskFilter};
@@ -141,7 +124,7 @@ pub mod ssr_impl {
         Ok(TaskPage {
             tasks: tasks
                 .into_iter()
-                .map(|task| task_row(task, bulk.export_retention))
+                .map(|task| task_view(task, bulk.export_retention, store.clock().now()))
                 .collect(),
             total,
         })
@@ -160,12 +143,7 @@ pub mod ssr_impl {
             .then(|| export_file_of(&task, retention, store.clock().now()))
             .flatten();
         Ok(TaskDetail {
-            report: caseload::actions::task_report(&task),
             export_file,
-            attempt: task.attempt,
-            max_attempts: task.max_attempts,
-            run_at: task.run_at.to_rfc3339(),
-            started: task.execution_started_date.map(|at| at.to_rfc3339()),
             spec_summary: super::detail_impl::summarize_spec(&task.execution_spec),
             error_detail: task.workflow_status_desc.clone().filter(|_| is_admin),
             history: history
@@ -179,7 +157,7 @@ pub mod ssr_impl {
                 })
                 .collect(),
             can_repair: is_admin,
-            task: task_row(task, retention),
+            task: task_view(task, retention, store.clock().now()),
         })
     }
 
@@ -229,20 +207,44 @@ pub mod ssr_impl {
         })
     }
 
-    /// A task as lists show it; `export_retention` tells whether an export's file expired.
-    pub fn task_row(task: Task, export_retention: std::time::Duration) -> TaskRow {
-        let export_expired = task.execution_component_name == EXPORT
-            && export_expired(&task, export_retention, chrono::Utc::now());
-        TaskRow {
+    /// A task as both doors show it; `export_retention` and `now` tell whether an export's
+    /// file is still there to link to.
+    pub fn task_view(
+        task: Task,
+        export_retention: std::time::Duration,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> TaskView {
+        TaskView {
+            links: task_links(&task, export_retention, now),
+            report: caseload::actions::task_report(&task),
             id: task.id,
             action: task.execution_component_name,
-            status: task.workflow_status,
+            owner_id: task.owner_id,
+            created_date: task.created_date,
+            created_by: task.created_by,
+            workflow_status: task.workflow_status,
+            attempt: task.attempt,
+            max_attempts: task.max_attempts,
+            run_at: task.run_at,
+            execution_started_date: task.execution_started_date,
+            workflow_stopped_date: task.workflow_stopped_date,
             progress_done: task.progress_done,
             progress_total: task.progress_total,
-            created: task.created_date.to_rfc3339(),
-            run_at: task.run_at.to_rfc3339(),
-            finished: task.workflow_stopped_date.map(|at| at.to_rfc3339()),
-            export_expired,
+        }
+    }
+
+    /// The task's own address and, for an export whose file has not expired, its file's.
+    fn task_links(
+        task: &Task,
+        export_retention: std::time::Duration,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> TaskLinks {
+        let id = task.id;
+        TaskLinks {
+            this: format!("/api/1/tasks/{id}"),
+            file: (task.execution_component_name == EXPORT
+                && !export_expired(task, export_retention, now))
+            .then(|| crate::api::bulk::export_file_href(id)),
         }
     }
 }
@@ -275,12 +277,7 @@ pub struct HistoryEntry {
 /// Everything the task detail page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskDetail {
-    pub task: TaskRow,
-    pub attempt: i32,
-    pub max_attempts: i32,
-    /// RFC 3339, UTC: not before this.
-    pub run_at: String,
-    pub started: Option<String>,
+    pub task: TaskView,
     /// What was asked for, one line per field of the request (lists are counted, not listed).
     pub spec_summary: Vec<(String, String)>,
     /// The error detail (`workflow_status_desc`); sent to admins only.
@@ -288,8 +285,6 @@ pub struct TaskDetail {
     pub history: Vec<HistoryEntry>,
     /// Whether the viewer may retry or abandon tasks (admins).
     pub can_repair: bool,
-    /// What the action has done so far; `None` before its first batch.
-    pub report: Option<ActionReport>,
     /// The file of a completed export, for its owner.
     pub export_file: Option<ExportFile>,
 }
@@ -306,12 +301,12 @@ pub enum ExportFile {
 impl TaskDetail {
     /// Retry applies to tasks that ended without success.
     pub fn can_retry(&self) -> bool {
-        self.can_repair && self.task.status.can_requeue()
+        self.can_repair && self.task.workflow_status.can_requeue()
     }
 
     /// Abandon applies to anything not yet finished for good.
     pub fn can_abandon(&self) -> bool {
-        self.can_repair && self.task.status.can_abandon()
+        self.can_repair && self.task.workflow_status.can_abandon()
     }
 }
 

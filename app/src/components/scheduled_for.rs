@@ -6,12 +6,6 @@ use leptos::prelude::*;
 
 use crate::{format, local_time};
 
-/// Whether a task was scheduled for later rather than submitted to run at once.
-pub fn is_scheduled(created: &str, run_at: &str) -> bool {
-    let parse = |t: &str| DateTime::parse_from_rfc3339(t).ok();
-    matches!((parse(created), parse(run_at)), (Some(c), Some(r)) if r > c + chrono::Duration::seconds(1))
-}
-
 /// The start time of a task that waits for it (`run_at`, RFC 3339). The server renders it
 /// in UTC; the browser switches to local time and ticks every second.
 #[component]
@@ -39,17 +33,4 @@ pub fn ScheduledFor(run_at: String) -> impl IntoView {
         _ => format!("Scheduled for {}", format::minute(&run_at)),
     };
     view! { <span class="scheduled" data-testid="scheduled-for">{text}</span> }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_later_start_counts_as_scheduled() {
-        let created = "2026-11-25T14:00:00+00:00";
-        assert!(is_scheduled(created, "2026-11-25T14:05:00+00:00"));
-        assert!(!is_scheduled(created, "2026-11-25T14:00:00.300+00:00"));
-        assert!(!is_scheduled(created, "not a time"));
-    }
 }

@@ -6,14 +6,15 @@ use std::collections::HashMap;
 
 use bulkq_types::TaskStatus;
 use bulkq_types::actions::{EXPORT, action_label};
+use bulkq_types::task::TaskView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
 use crate::api::bulk::export_file_href;
-use crate::api::tasks::{TaskRow, TaskUpdate, list_my_tasks};
+use crate::api::tasks::{TaskUpdate, list_my_tasks};
 use crate::components::feedback::ErrorMessage;
-use crate::components::scheduled_for::{ScheduledFor, is_scheduled};
+use crate::components::scheduled_for::ScheduledFor;
 use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
@@ -90,11 +91,11 @@ pub fn MyTasksPage() -> impl IntoView {
 /// One task: action, target size, status badge, progress bar, times, and the file of a
 /// finished export; status and progress follow the live stream.
 #[component]
-fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl IntoView {
+fn TaskItem(task: TaskView, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl IntoView {
     let id = task.id;
     let initial = TaskUpdate {
         task_id: id,
-        status: task.status,
+        status: task.workflow_status,
         progress_done: task.progress_done,
         progress_total: task.progress_total,
     };
@@ -132,9 +133,10 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             .unwrap_or_default()
     };
     let is_export = task.action == EXPORT;
-    let export_expired = task.export_expired;
-    let scheduled = is_scheduled(&task.created, &task.run_at);
-    let run_at = task.run_at.clone();
+    let export_expired = task.export_expired();
+    let scheduled = task.is_scheduled();
+    let run_at = task.run_at.to_rfc3339();
+    let created = task.created_date.to_rfc3339();
     view! {
         <li class="task" data-task-id=id.to_string()>
             <div class="task-head">
@@ -151,11 +153,11 @@ fn TaskItem(task: TaskRow, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl In
             ></progress>
             <div class="task-meta">
                 <span>{done}</span>
-                <time datetime=task.created.clone()>{format!("Submitted {}", format::minute(&task.created))}</time>
+                <time datetime=created.clone()>{format!("Submitted {}", format::minute(&created))}</time>
                 <Show when=move || scheduled && status() == TaskStatus::Queued>
                     <ScheduledFor run_at=run_at.clone() />
                 </Show>
-                {task.finished.map(|finished| view! {
+                {task.workflow_stopped_date.map(|finished| finished.to_rfc3339()).map(|finished| view! {
                     <time datetime=finished.clone()>{format!("Finished {}", format::minute(&finished))}</time>
                 })}
                 <Show when=move || is_export && status() == TaskStatus::Completed>

@@ -235,7 +235,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                                 view! {
                                     <tr>
                                         <td><a href=format!("/tasks/{id}")>{action_label(&stalled.task.action).to_owned()}</a></td>
-                                        <td>{stalled.task.status.as_str()}</td>
+                                        <td>{stalled.task.workflow_status.as_str()}</td>
                                         <td><code>{stalled.node}</code></td>
                                         <td>{format::second(&stalled.last_change)}</td>
                                     </tr>
@@ -253,7 +253,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
 
 #[component]
 fn Problems(
-    health_problems: Vec<crate::api::tasks::TaskRow>,
+    health_problems: Vec<bulkq_types::task::TaskView>,
     problem_total: u64,
     action_names: Vec<String>,
     action_filter: RwSignal<String>,
@@ -362,7 +362,7 @@ fn Problems(
                         <tbody>
                             {health_problems.into_iter().map(|task| {
                                 let id = task.id;
-                                let badge = format!("badge badge-{}", task.status.as_str().to_lowercase());
+                                let badge = format!("badge badge-{}", task.workflow_status.as_str().to_lowercase());
                                 view! {
                                     <tr>
                                         <td>
@@ -377,8 +377,8 @@ fn Problems(
                                             />
                                         </td>
                                         <td><a href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a></td>
-                                        <td><span class=badge>{task.status.as_str()}</span></td>
-                                        <td>{format::minute(&task.created)}</td>
+                                        <td><span class=badge>{task.workflow_status.as_str()}</span></td>
+                                        <td>{format::minute(&task.created_date.to_rfc3339())}</td>
                                     </tr>
                                 }
                             }).collect_view()}

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::api::tasks::{AbandonTask, ExportFile, RetryTask, TaskDetail, get_task_detail};
 use crate::components::feedback::ErrorMessage;
-use crate::components::scheduled_for::{ScheduledFor, is_scheduled};
+use crate::components::scheduled_for::ScheduledFor;
 use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
@@ -103,19 +103,19 @@ fn Detail(
         <dl class="facts">
             <dt>"Status"</dt>
             <dd>
-                <span class=format!("badge badge-{}", detail.task.status.as_str().to_lowercase()) data-testid="task-status">
-                    {detail.task.status.as_str()}
+                <span class=format!("badge badge-{}", detail.task.workflow_status.as_str().to_lowercase()) data-testid="task-status">
+                    {detail.task.workflow_status.as_str()}
                 </span>
             </dd>
             <dt>"Progress"</dt>
             <dd>{progress}</dd>
             <dt>"Attempt"</dt>
-            <dd>{format!("{} of {}", detail.attempt, detail.max_attempts)}</dd>
+            <dd>{format!("{} of {}", detail.task.attempt, detail.task.max_attempts)}</dd>
             <dt>"Submitted"</dt>
-            <dd>{format::second(&detail.task.created)}</dd>
-            {(detail.task.status == TaskStatus::Queued && is_scheduled(&detail.task.created, &detail.run_at)).then(|| view! {
+            <dd>{format::second(&detail.task.created_date.to_rfc3339())}</dd>
+            {(detail.task.workflow_status == TaskStatus::Queued && detail.task.is_scheduled()).then(|| view! {
                 <dt>"Starts"</dt>
-                <dd><ScheduledFor run_at=detail.run_at.clone() /></dd>
+                <dd><ScheduledFor run_at=detail.task.run_at.to_rfc3339() /></dd>
             })}
             <dt>"Id"</dt>
             <dd><code>{id.to_string()}</code></dd>
@@ -138,9 +138,9 @@ fn Detail(
                 </p>
             }.into_any(),
         })}
-        {detail.report.map(|report| {
+        {detail.task.report.map(|report| {
             let action = detail.task.action.clone();
-            let finished = detail.task.status.is_terminal();
+            let finished = detail.task.workflow_status.is_terminal();
             view! { <Report action report finished /> }
         })}
         {detail.error_detail.map(|error| view! {

@@ -7,13 +7,13 @@ mod planner;
 mod sql;
 
 use bulkq_types::filter::PersonFilter;
+use bulkq_types::people::{PageRequest, PersonPage, PersonSummary};
 use queue::id_list::id_in;
 use sea_orm::sea_query::{Expr, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect,
 };
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -44,25 +44,6 @@ pub fn validate_filter(filter: &PersonFilter) -> Result<(), CaseloadError> {
     }
 }
 
-/// One page of a search, numbered from 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PageRequest {
-    pub page: u64,
-    pub page_size: u64,
-}
-
-/// A person as listed in the caseload table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PersonSummary {
-    pub id: Uuid,
-    pub school_id: String,
-    pub first_name: String,
-    pub last_name: String,
-    pub email: Option<String>,
-    pub program_status: String,
-    pub coach_id: Option<Uuid>,
-}
-
 impl From<person::Model> for PersonSummary {
     fn from(row: person::Model) -> Self {
         PersonSummary {
@@ -77,25 +58,12 @@ impl From<person::Model> for PersonSummary {
     }
 }
 
-/// One page of people plus the number matching the filter in all.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PersonPage {
-    pub people: Vec<PersonSummary>,
-    /// How many match, up to [`COUNT_CAP`].
-    pub total: u64,
-    /// False when more than [`COUNT_CAP`] match (and `total` is the cap).
-    pub total_is_exact: bool,
-    pub page: u64,
-    pub page_size: u64,
-}
-
 /// Finds the people matching `filter`, sorted by last name, first name, then id (so paging
 /// is stable even among namesakes).
 ///
 /// `total` is exact up to [`COUNT_CAP`]; beyond it the page says `total_is_exact: false` and
 /// `total` is the cap ("100,000+"). Counting every match is what costs at a million people
-/// (a full count takes 15 to 80 ms there), and nobody pages through more than 2,000 pages:
-/// they narrow the search. Bulk actions count exactly with [`count_people`].
+/// (ADR 0020), and nobody pages through more than 2,000 pages: they narrow the search. Bulk actions count exactly with [`count_people`].
 pub async fn search_people<C: ConnectionTrait>(
     db: &C,
     filter: &PersonFilter,

@@ -1,6 +1,7 @@
 use bulkq_types::filter::PersonFilter;
+use bulkq_types::people::{PageRequest, PersonPage};
 use caseload::entity::person;
-use caseload::search::{PageRequest, PersonPage, count_people, people_after, search_people};
+use caseload::search::{count_people, people_after, search_people};
 use caseload::users::{NewStaffUser, Role, create_user};
 use caseload::watches::watch;
 use chrono::Utc;
@@ -40,7 +41,7 @@ async fn people(db: &TestDatabase, rows: &[(&str, &str, &str)], coach: Option<Uu
         .unwrap();
 }
 
-fn names(page: &caseload::search::PersonPage) -> Vec<String> {
+fn names(page: &PersonPage) -> Vec<String> {
     page.people
         .iter()
         .map(|p| format!("{} {}", p.first_name, p.last_name))

@@ -1,5 +1,6 @@
 use bulkq_types::filter::PersonFilter;
-use caseload::search::{PageRequest, search_people};
+use bulkq_types::people::PageRequest;
+use caseload::search::search_people;
 use caseload::users::Role;
 use caseload::watches::{unwatch, watch};
 use chrono::Utc;

@@ -13,6 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bulkq_types::actions::EXPORT;
 use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, WatchRequest};
+use bulkq_types::task::TaskView;
 use caseload::actions::export_files::export_expires_at;
 use caseload::actions::idempotency::IdempotencyKey;
 use caseload::actions::{ActionRequest, export_file};
@@ -22,7 +23,7 @@ use tower_http::services::ServeFile;
 use utoipa::IntoParams;
 
 use super::json::ApiJson;
-use super::tasks::{TaskReference, parse_id};
+use super::tasks::{parse_id, view};
 use super::user::ApiUser;
 
 /// One bulk action's endpoint: `$name` handles `POST /api/1$path`, reading a `$request` and
@@ -34,7 +35,7 @@ macro_rules! bulk_action_endpoint {
         #[utoipa::path(post, path = $path, tag = "bulk actions", request_body = $request,
             params(IdempotencyHeader),
             responses(
-                (status = 202, description = "The task was enqueued", body = TaskReference),
+                (status = 202, description = "The task was enqueued (or found again by its key)", body = TaskView),
                 (status = 400, description = "The body is not JSON", body = ErrorBody),
                 (status = 401, description = "Not signed in", body = ErrorBody),
                 (status = 403, description = "A cross-site request from a browser (plain text)"),
@@ -48,7 +49,7 @@ macro_rules! bulk_action_endpoint {
             user: ApiUser,
             key: IdempotencyHeader,
             ApiJson(request): ApiJson<$request>,
-        ) -> Result<(StatusCode, Json<TaskReference>), AppError> {
+        ) -> Result<(StatusCode, Json<TaskView>), AppError> {
             accept(&state, &user, ActionRequest::$action(request), key).await
         }
     };
@@ -70,9 +71,9 @@ async fn accept(
     user: &ApiUser,
     request: ActionRequest,
     key: IdempotencyHeader,
-) -> Result<(StatusCode, Json<TaskReference>), AppError> {
+) -> Result<(StatusCode, Json<TaskView>), AppError> {
     let task = submit_action(state, &user.0, request, key.0.as_ref()).await?;
-    Ok((StatusCode::ACCEPTED, Json(TaskReference::from(&task))))
+    Ok((StatusCode::ACCEPTED, Json(view(task, state))))
 }
 
 /// The `Idempotency-Key` header of a bulk-action POST (see

@@ -5,13 +5,11 @@
 //! dashboard), and not the spec, which can hold thousands of ids.
 
 use app::api::ssr::AppState;
-use app::api::tasks::ssr_impl::{ListRequest, task_page, visible_task};
+use app::api::tasks::ssr_impl::{ListRequest, task_page, task_view, visible_task};
 use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use bulkq_types::actions::{ActionReport, EXPORT};
-use caseload::actions::task_report;
-use chrono::{DateTime, Utc};
+use bulkq_types::task::TaskView;
 use queue::{Task, TaskStatus};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -21,91 +19,6 @@ use super::user::ApiUser;
 
 /// Tasks per list request when the client does not say.
 const DEFAULT_LIST_LIMIT: u64 = 50;
-
-/// The reply to a bulk-action submission: enough to follow the task, nothing more.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TaskReference {
-    pub id: Uuid,
-    pub created_date: DateTime<Utc>,
-    pub created_by: String,
-    pub workflow_status: TaskStatus,
-    pub links: TaskLinks,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TaskLinks {
-    /// Where to follow the task's status.
-    #[serde(rename = "self")]
-    pub this: String,
-    /// For an export: where its CSV can be downloaded once it is COMPLETED.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-}
-
-/// A task's status and progress.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TaskView {
-    pub id: Uuid,
-    pub action: String,
-    pub owner_id: Uuid,
-    pub created_date: DateTime<Utc>,
-    pub created_by: String,
-    pub workflow_status: TaskStatus,
-    pub attempt: i32,
-    pub max_attempts: i32,
-    pub run_at: DateTime<Utc>,
-    pub execution_started_date: Option<DateTime<Utc>>,
-    pub workflow_stopped_date: Option<DateTime<Utc>>,
-    pub progress_done: i64,
-    pub progress_total: Option<i64>,
-    /// What a bulk action has done so far (changed, unchanged, skipped people, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub report: Option<ActionReport>,
-    pub links: TaskLinks,
-}
-
-impl From<&Task> for TaskReference {
-    fn from(task: &Task) -> Self {
-        Self {
-            id: task.id,
-            created_date: task.created_date,
-            created_by: task.created_by.clone(),
-            workflow_status: task.workflow_status,
-            links: links(task),
-        }
-    }
-}
-
-impl From<Task> for TaskView {
-    fn from(task: Task) -> Self {
-        Self {
-            links: links(&task),
-            report: task_report(&task),
-            id: task.id,
-            action: task.execution_component_name,
-            owner_id: task.owner_id,
-            created_date: task.created_date,
-            created_by: task.created_by,
-            workflow_status: task.workflow_status,
-            attempt: task.attempt,
-            max_attempts: task.max_attempts,
-            run_at: task.run_at,
-            execution_started_date: task.execution_started_date,
-            workflow_stopped_date: task.workflow_stopped_date,
-            progress_done: task.progress_done,
-            progress_total: task.progress_total,
-        }
-    }
-}
-
-fn links(task: &Task) -> TaskLinks {
-    let id = task.id;
-    TaskLinks {
-        this: format!("/api/1/tasks/{id}"),
-        file: (task.execution_component_name == EXPORT)
-            .then(|| app::api::bulk::export_file_href(id)),
-    }
-}
 
 /// `GET /api/1/tasks/{id}`: the owner's or, for admins, anyone's task. Others get a 404, so
 /// task ids of other users cannot even be confirmed to exist.
@@ -123,7 +36,8 @@ pub async fn get_task(
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
-    Ok(Json(visible_task(&state.store, &user.0, id).await?.into()))
+    let task = visible_task(&state.store, &user.0, id).await?;
+    Ok(Json(view(task, &state)))
 }
 
 /// A path's id, or a 400 that says which id is not a UUID.
@@ -179,9 +93,14 @@ pub async fn list_tasks(
     };
     let (tasks, total) = task_page(&state.store, &user.0, request).await?;
     Ok(Json(TaskList {
-        tasks: tasks.into_iter().map(TaskView::from).collect(),
+        tasks: tasks.into_iter().map(|task| view(task, &state)).collect(),
         total,
         offset: request.offset,
         limit: request.limit,
     }))
+}
+
+/// The one view of a task, as both doors show it.
+pub fn view(task: Task, state: &AppState) -> TaskView {
+    task_view(task, state.bulk.export_retention, state.store.clock().now())
 }

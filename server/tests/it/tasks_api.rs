@@ -131,7 +131,7 @@ async fn my_tasks_lists_only_mine(db: TestDatabase) {
     let page: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(page["total"], 1);
     assert_eq!(page["tasks"][0]["id"], task_id.to_string());
-    assert_eq!(page["tasks"][0]["status"], "QUEUED");
+    assert_eq!(page["tasks"][0]["workflow_status"], "QUEUED");
 
     let sam_cookie = sign_in(&app).await;
     let (_, body) = send(
@@ -198,7 +198,7 @@ async fn task_detail_shows_history_and_hides_errors_from_staff(db: TestDatabase)
     .await;
     assert_status(&response, &body, StatusCode::OK);
     let detail: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(detail["task"]["status"], "QUEUED");
+    assert_eq!(detail["task"]["workflow_status"], "QUEUED");
     assert_eq!(detail["can_repair"], false);
     assert_eq!(detail["history"][0]["status"], "QUEUED");
     assert_eq!(detail["spec_summary"][0], json!(["secret", "spec"]));
@@ -228,7 +228,7 @@ async fn task_detail_shows_history_and_hides_errors_from_staff(db: TestDatabase)
     )
     .await;
     let seen_by_admin: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(seen_by_admin["task"]["status"], "ABANDONED");
+    assert_eq!(seen_by_admin["task"]["workflow_status"], "ABANDONED");
     assert_eq!(seen_by_admin["can_repair"], true);
     assert!(
         seen_by_admin["error_detail"]
@@ -243,7 +243,7 @@ async fn task_detail_shows_history_and_hides_errors_from_staff(db: TestDatabase)
     )
     .await;
     let seen_by_owner: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(seen_by_owner["task"]["status"], "ABANDONED");
+    assert_eq!(seen_by_owner["task"]["workflow_status"], "ABANDONED");
     assert!(seen_by_owner["error_detail"].is_null(), "{body}");
     assert!(
         seen_by_owner["history"]

@@ -15,14 +15,14 @@ mod selection;
 
 use std::collections::HashMap;
 
+use bulkq_types::people::{PersonPage as Page, PersonSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Form;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::caseload::{
-    CaseloadPage as Page, CaseloadQuery, PersonRow, ProgramStatusOption, list_program_statuses,
-    search_caseload,
+    CaseloadQuery, ProgramStatusOption, list_program_statuses, search_caseload,
 };
 use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
@@ -177,7 +177,7 @@ fn Results(page: Page, query: CaseloadQuery, statuses: Vec<ProgramStatusOption>)
 }
 
 fn person_row(
-    person: PersonRow,
+    person: PersonSummary,
     selection: Selection,
     status_names: &HashMap<String, String>,
 ) -> impl IntoView {
