@@ -16,6 +16,8 @@
 //! - `read`: lists, counts, history for dashboards.
 //! - `counts`: the counts by status and the throughput the triggers keep.
 //! - `dialect`: the statements whose text differs between the backends.
+//! - `events`: the in-process wake-ups and task events a store's clones share.
+//! - `writes`: write transactions behind SQLite's gate ([`WriteTransaction`]).
 //! - `write_gate`: SQLite's one writer, people ahead of background work.
 //! - `people_writing`: when a person last wrote, for background work to keep out of the way.
 
@@ -26,6 +28,7 @@ pub(crate) mod counts;
 pub(crate) mod dialect;
 pub(crate) mod enqueue;
 pub(crate) mod entity;
+mod events;
 pub(crate) mod history;
 pub mod lock;
 pub(crate) mod node;
@@ -34,12 +37,12 @@ pub(crate) mod periodic;
 pub(crate) mod read;
 pub mod transition;
 pub mod write_gate;
+mod writes;
 
-use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{DatabaseConnection, DatabaseTransaction, DbBackend, DbErr};
+use sea_orm::{DatabaseConnection, DbBackend, DbErr};
 use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
@@ -48,56 +51,35 @@ use crate::task::{QueueEvent, Task};
 
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
+use events::EventBus;
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
-use people_writing::PeopleWriting;
-use write_gate::WriteGate;
 pub use write_gate::{WriteClass, WritePass};
-
-/// How many events a slow subscriber may fall behind before it starts missing some (it is
-/// told so by `RecvError::Lagged` and can re-read the state from the store).
-const EVENT_BUFFER: usize = 4096;
+pub use writes::WriteTransaction;
+use writes::Writes;
 
 /// Rows per multi-row statement (INSERT, or ids in an `IN` list), well inside both
 /// backends' bind-parameter limits.
 pub(crate) const INSERT_CHUNK: usize = 500;
 
-/// How long a SQLite writer waits for the store's write gate: as long as SQLite itself
-/// would wait for the file lock (`database::connect` sets the same busy timeout), so a
-/// transaction that waits on itself fails instead of hanging.
-const WRITE_GATE_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// How recently a person must have written for [`Store::people_writing`] to hold: someone
 /// who has just submitted or signed in is likely to write again soon.
 pub const PEOPLE_WRITING_WINDOW: Duration = Duration::from_secs(30);
 
-/// The queue's handle on the database. Cheap to clone; clones share the in-process signals,
-/// so share one `Store` (clones of it) between the code that enqueues and the runtime.
+/// The queue's handle on the database: its SQL (the submodules), its in-process signals
+/// ([`EventBus`]), who may write now ([`Writes`]) and, with feature `amqp`, where wake-up
+/// hints go. Cheap to clone; clones share the signals and the gate, so share one `Store`
+/// (clones of it) between the code that enqueues and the runtime.
 #[derive(Clone, Debug)]
 pub struct Store {
     db: DatabaseConnection,
     backend: DbBackend,
     clock: Arc<dyn Clock>,
-    signals: Arc<Signals>,
+    events: Arc<EventBus>,
+    writes: Arc<Writes>,
     /// Where the ids of committed enqueues go as RabbitMQ wake-up hints, if anywhere
     /// (see [`Store::with_amqp_hints`]).
     #[cfg(feature = "amqp")]
     hints: Option<crate::amqp::HintPublisher>,
-}
-
-/// In-process signals shared by the clones of a [`Store`].
-#[derive(Debug)]
-struct Signals {
-    /// Bumped when runnable work may have appeared; producers wait for a change.
-    wake: watch::Sender<u64>,
-    /// Task changes for subscribers.
-    events: broadcast::Sender<QueueEvent>,
-    /// SQLite only: one write transaction of this store at a time (see [`Store::begin_write`]).
-    write_gate: Option<Arc<WriteGate>>,
-    /// When a person last wrote through this store (see [`Store::people_writing`]).
-    people_writing: PeopleWriting,
-    /// Tags this store's PostgreSQL event notifications, so its own listener can drop the
-    /// ones it already published locally.
-    origin: Uuid,
 }
 
 impl Store {
@@ -113,12 +95,10 @@ impl Store {
             db,
             backend,
             clock,
-            signals: Arc::new(Signals {
-                wake: watch::channel(0).0,
-                events: broadcast::channel(EVENT_BUFFER).0,
-                write_gate: (backend == DbBackend::Sqlite).then(|| Arc::new(WriteGate::default())),
-                people_writing: PeopleWriting::default(),
-                origin: Uuid::new_v4(),
+            events: Arc::new(EventBus::default()),
+            writes: Arc::new(match backend {
+                DbBackend::Sqlite => Writes::single_writer(),
+                _ => Writes::default(),
             }),
             #[cfg(feature = "amqp")]
             hints: None,
@@ -141,7 +121,7 @@ impl Store {
     }
 
     /// This store on another pool of the same database, sharing its signals (wake-ups,
-    /// events, the SQLite write gate): so the dashboard can have connections the workers
+    /// events) and the SQLite write gate: so the dashboard can have connections the workers
     /// can never take, while its enqueues still wake them.
     pub fn on_pool(&self, db: DatabaseConnection) -> Store {
         Store { db, ..self.clone() }
@@ -162,13 +142,13 @@ impl Store {
     /// A stream of task changes: local ones as they commit, and on PostgreSQL those of other
     /// nodes while a [`crate::Runtime`] is listening.
     pub fn subscribe(&self) -> broadcast::Receiver<QueueEvent> {
-        self.signals.events.subscribe()
+        self.events.subscribe()
     }
 
     /// Wakes this process's producers. [`Store::notify_enqueued`] does this and more; this
     /// alone suits a commit that made work runnable without knowing which tasks.
     pub fn notify_committed(&self) {
-        self.signals.wake.send_modify(|n| *n = n.wrapping_add(1));
+        self.events.wake();
     }
 
     /// The after-commit hook of an enqueue: wakes this process's producers, announces the
@@ -182,7 +162,7 @@ impl Store {
             return;
         }
         self.notify_committed();
-        self.publish(tasks);
+        self.events.publish(tasks);
         #[cfg(feature = "amqp")]
         if let Some(hints) = &self.hints {
             hints.send(tasks.iter().map(|task| task.id));
@@ -205,30 +185,14 @@ impl Store {
     /// write at once and leaves a sign-in behind every waiting batch. Do not begin a second
     /// write transaction while holding one (e.g. from inside a batch).
     pub async fn begin_write_as(&self, class: WriteClass) -> Result<WriteTransaction, DbErr> {
-        let gate = self.write_slot(class).await?;
-        let txn = crate::database::begin_immediate(&self.db).await?;
-        Ok(WriteTransaction { txn, _gate: gate })
+        self.writes.begin(&self.db, class).await
     }
 
     /// SQLite: this store's write slot, for a single statement written outside
     /// [`Store::begin_write_as`] (a session row, say); hold it while the statement runs.
     /// `None` on PostgreSQL, which needs no slot.
     pub async fn write_slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
-        if class == WriteClass::Interactive {
-            self.signals.people_writing.record();
-        }
-        let Some(gate) = &self.signals.write_gate else {
-            return Ok(None);
-        };
-        tokio::time::timeout(WRITE_GATE_TIMEOUT, gate.enter(class))
-            .await
-            .map(Some)
-            .map_err(|_| {
-                DbErr::Custom(format!(
-                    "no SQLite write slot within {WRITE_GATE_TIMEOUT:?} \
-                     (is a write transaction of this store held elsewhere?)"
-                ))
-            })
+        self.writes.slot(class).await
     }
 
     /// Whether a person has written through this store (a sign-in, a submission) within
@@ -236,7 +200,7 @@ impl Store {
     /// on SQLite because a person's write waits for the batch holding the lock, on
     /// PostgreSQL because batches compete with people's requests for the cores.
     pub fn people_writing(&self) -> bool {
-        self.signals.people_writing.within(PEOPLE_WRITING_WINDOW)
+        self.writes.people_writing_within(PEOPLE_WRITING_WINDOW)
     }
 
     /// SQLite: waits until the write transactions of this store that are open or queued
@@ -244,69 +208,30 @@ impl Store {
     /// of them holds the lock every write to the WAL file is this store's own (see
     /// `runtime::sqlite_watch`). Returns at once on PostgreSQL, which has no gate.
     pub(crate) async fn own_writes_ended(&self) {
-        if let Some(gate) = &self.signals.write_gate {
-            // Within a class the gate is first come, first served: this turn comes after
-            // theirs (and after any person's), and is given back at once.
-            drop(gate.enter(WriteClass::Background).await);
-        }
+        self.writes.own_writes_ended().await
     }
 
     pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
-        self.signals.wake.subscribe()
+        self.events.wake_receiver()
     }
 
     pub(crate) fn origin(&self) -> Uuid {
-        self.signals.origin
+        self.events.origin()
     }
 
-    /// Whether anyone in this process subscribes to task events: with no one, events need
-    /// neither be built nor read from other nodes' changes.
+    /// Whether anyone in this process subscribes to task events.
     pub(crate) fn has_subscribers(&self) -> bool {
-        self.signals.events.receiver_count() > 0
+        self.events.has_subscribers()
     }
 
     /// Announces committed changes to local subscribers.
     pub(crate) fn publish(&self, tasks: &[Task]) {
-        if !self.has_subscribers() {
-            return;
-        }
-        for task in tasks {
-            // A subscriber gone since the check is not an error.
-            let _ = self.signals.events.send(QueueEvent::from(task));
-        }
+        self.events.publish(tasks);
     }
 
     /// Hands events to local subscribers: those of this node's changes that were not read
     /// back as whole rows, and those of other nodes' changes.
     pub(crate) fn publish_events(&self, events: &[QueueEvent]) {
-        for event in events {
-            let _ = self.signals.events.send(event.clone());
-        }
-    }
-}
-
-/// A write transaction of the queue (see [`Store::begin_write`]); derefs to the SeaORM
-/// transaction. Dropping it without committing rolls back.
-pub struct WriteTransaction {
-    // Declared first so it is dropped (rolled back) before the gate opens.
-    txn: DatabaseTransaction,
-    _gate: Option<WritePass>,
-}
-
-impl WriteTransaction {
-    pub async fn commit(self) -> Result<(), DbErr> {
-        self.txn.commit().await
-    }
-
-    pub async fn rollback(self) -> Result<(), DbErr> {
-        self.txn.rollback().await
-    }
-}
-
-impl Deref for WriteTransaction {
-    type Target = DatabaseTransaction;
-
-    fn deref(&self) -> &DatabaseTransaction {
-        &self.txn
+        self.events.publish_events(events);
     }
 }

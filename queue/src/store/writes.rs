@@ -1,0 +1,107 @@
+//! Who may write now: SQLite's one writer behind the in-process write gate (people ahead of
+//! background work, ADRs 0009 and 0031), the queue's write transactions, and when a person
+//! last wrote (ADR 0033). Shared by every clone of a store.
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr};
+
+use super::people_writing::PeopleWriting;
+use super::write_gate::{WriteClass, WriteGate, WritePass};
+
+/// How long a SQLite writer waits for the store's write gate: as long as SQLite itself
+/// would wait for the file lock (`database::connect` sets the same busy timeout), so a
+/// transaction that waits on itself fails instead of hanging.
+const WRITE_GATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The write gate (SQLite only) and the record of people's writes.
+#[derive(Debug, Default)]
+pub(crate) struct Writes {
+    /// SQLite only: one write transaction of this store at a time.
+    gate: Option<Arc<WriteGate>>,
+    people_writing: PeopleWriting,
+}
+
+impl Writes {
+    /// Writes for a database that allows one writer at a time (SQLite): with a gate.
+    pub(crate) fn single_writer() -> Self {
+        Self {
+            gate: Some(Arc::new(WriteGate::default())),
+            people_writing: PeopleWriting::default(),
+        }
+    }
+
+    /// A write transaction of `class` on `db`: the gate's slot first, then `BEGIN
+    /// IMMEDIATE` on SQLite.
+    pub(crate) async fn begin(
+        &self,
+        db: &DatabaseConnection,
+        class: WriteClass,
+    ) -> Result<WriteTransaction, DbErr> {
+        let gate = self.slot(class).await?;
+        let txn = crate::database::begin_immediate(db).await?;
+        Ok(WriteTransaction { txn, _gate: gate })
+    }
+
+    /// The gate's slot for one write of `class`; `None` without a gate.
+    pub(crate) async fn slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
+        if class == WriteClass::Interactive {
+            self.people_writing.record();
+        }
+        let Some(gate) = &self.gate else {
+            return Ok(None);
+        };
+        tokio::time::timeout(WRITE_GATE_TIMEOUT, gate.enter(class))
+            .await
+            .map(Some)
+            .map_err(|_| {
+                DbErr::Custom(format!(
+                    "no SQLite write slot within {WRITE_GATE_TIMEOUT:?} \
+                     (is a write transaction of this store held elsewhere?)"
+                ))
+            })
+    }
+
+    /// Whether a person wrote within `window`.
+    pub(crate) fn people_writing_within(&self, window: Duration) -> bool {
+        self.people_writing.within(window)
+    }
+
+    /// Waits until the write transactions open or queued for the gate now have ended; at
+    /// once without a gate.
+    pub(crate) async fn own_writes_ended(&self) {
+        if let Some(gate) = &self.gate {
+            // Within a class the gate is first come, first served: this turn comes after
+            // theirs (and after any person's), and is given back at once.
+            drop(gate.enter(WriteClass::Background).await);
+        }
+    }
+}
+
+/// A write transaction of the queue (see `Store::begin_write`); derefs to the SeaORM
+/// transaction. Dropping it without committing rolls back.
+pub struct WriteTransaction {
+    // Declared first so it is dropped (rolled back) before the gate opens.
+    txn: DatabaseTransaction,
+    _gate: Option<WritePass>,
+}
+
+impl WriteTransaction {
+    pub async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+
+    pub async fn rollback(self) -> Result<(), DbErr> {
+        self.txn.rollback().await
+    }
+}
+
+impl Deref for WriteTransaction {
+    type Target = DatabaseTransaction;
+
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}
