@@ -179,8 +179,7 @@ impl Walk<()> {
     /// connection to spare), two batches run at once, each in its own transaction on its
     /// own connection: the first commits as soon as its work is done, the second after it.
     ///
-    /// Why: one batch keeps one database backend busy while the other core waits (a
-    /// status change of a million people on PostgreSQL kept a 2-core machine 47 % idle).
+    /// Why: one batch keeps one database backend busy while the other cores wait (ADR 0015).
     /// What keeps it exact: the second batch starts after the first (its cursor), commits
     /// only after the first has committed, and is rolled back if the first fails, so the
     /// last committed checkpoint is always followed by no committed work. A crash between

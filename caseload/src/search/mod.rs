@@ -111,10 +111,9 @@ pub async fn search_people<C: ConnectionTrait>(
 }
 
 /// PostgreSQL: a "contains"-only search in one pass over its matches, the page and how many
-/// match from `COUNT(*) OVER ()` beside the sort. For the 38,000 O'Briens at a million
-/// people, counting alone re-reads every match (19 ms) before the page does (26 ms); the one
-/// pass takes 31 ms. Not on SQLite, whose FTS5 index counts without reading any row (3 ms)
-/// while the window costs its sort 12 ms more.
+/// match from `COUNT(*) OVER ()` beside the sort: counting alone would re-read every match
+/// before the page does (ADR 0020). Not on SQLite, whose FTS5 index counts without reading
+/// any row, while the window would slow its sort.
 ///
 /// `None` when the one pass does not answer: more than [`SORT_AFTER_FILTER_MAX`] match (the
 /// pass stops there, and such a page is found by walking the name index), or the page lies

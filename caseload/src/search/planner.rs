@@ -19,9 +19,9 @@ const SORT_ALWAYS_MAX: u64 = 2_000;
 
 /// How a query finds its rows; it matters on SQLite, whose planner (with the STAT4
 /// statistics its bundled build keeps) prefers a filter's index plus a sort even where
-/// walking the sort index finds a page at once (75–115 ms instead of about 1 ms for a
-/// status that one person in ten has, at a million people). PostgreSQL's planner chooses
-/// well between the two and gets the same SQL for both.
+/// walking the sort index finds a page at once, even for a status that one person in ten
+/// has (ADR 0020). PostgreSQL's planner chooses well between the two and gets the same SQL
+/// for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Plan {
     /// Find the matches through the filters' own indexes (counts, small results).
@@ -124,9 +124,9 @@ pub(super) fn choose_plan(filter: &PersonFilter, counted: u64) -> Plan {
 ///
 /// Looking the matches up, no `person` row is read where an index holds the keys:
 /// - a name search is the UNION of one SELECT per column its longest word may start, each
-///   served by that column's covering index (which also holds what the other words test):
-///   a page of 26,444 "Ada"s takes 20 ms instead of 190 ms from the table. The OR of the
-///   three columns in one SELECT would visit the table for every match on both backends;
+///   served by that column's covering index (which also holds what the other words test),
+///   ten times faster than from the table (ADR 0020). The OR of the three columns in one
+///   SELECT would visit the table for every match on both backends;
 /// - a "contains" search alone reads narrow tables only ([`contains_keys`]).
 pub(super) fn match_keys(
     backend: DbBackend,
