@@ -63,7 +63,8 @@ impl From<person::Model> for PersonSummary {
 ///
 /// `total` is exact up to [`COUNT_CAP`]; beyond it the page says `total_is_exact: false` and
 /// `total` is the cap ("100,000+"). Counting every match is what costs at a million people
-/// (ADR 0020), and nobody pages through more than 2,000 pages: they narrow the search. Bulk actions count exactly with [`count_people`].
+/// (ADR 0020), and nobody pages through more than 2,000 pages: they narrow the search. Bulk
+/// actions count exactly with [`count_people`].
 pub async fn search_people<C: ConnectionTrait>(
     db: &C,
     filter: &PersonFilter,
