@@ -411,7 +411,8 @@ async fn sign_in_attempts_are_limited_per_client_address(db: TestDatabase) {
     let app = app(&db).await;
     let client: SocketAddr = "192.0.2.1:40000".parse().unwrap();
     let mut refused_at = None;
-    for attempt in 0..40 {
+    let started = std::time::Instant::now();
+    for attempt in 0..40u32 {
         let (response, _) = answer(&app, sign_in_from(client, &format!("ghost{attempt}"))).await;
         if response.status() == StatusCode::TOO_MANY_REQUESTS {
             refused_at = Some(attempt);
@@ -419,7 +420,15 @@ async fn sign_in_attempts_are_limited_per_client_address(db: TestDatabase) {
         }
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     }
-    assert_eq!(refused_at, Some(30), "a burst of 30 attempts per address");
+    // A burst of 30 per address, then one more per 2 s: a slow machine may earn one back
+    // while it sends the burst.
+    let earned = u32::try_from(started.elapsed().as_secs() / 2).unwrap_or(u32::MAX);
+    let refused_at = refused_at.expect("attempts from one address are limited");
+    assert!(
+        (30..=30 + earned).contains(&refused_at),
+        "a burst of 30 attempts per address, refused at {refused_at} after {:?}",
+        started.elapsed()
+    );
     let other: SocketAddr = "192.0.2.2:40000".parse().unwrap();
     let (response, _) = answer(&app, sign_in_from(other, "ghost")).await;
     assert_eq!(
