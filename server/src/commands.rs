@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use app::api::login_throttle::LoginThrottle;
+use app::api::session_store::DatabaseSessionStore;
 use app::api::ssr::{AppState, BulkSettings};
 use axum::Router;
 use caseload::actions::ActionsConfig;
@@ -19,7 +20,6 @@ use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
 use crate::config::{CreateUserArgs, SeedArgs, ServeOptions};
-use crate::session_store::DatabaseSessionStore;
 use crate::smtp_settings::{MailSettings, PASSWORD_ENV};
 use crate::{demo, site, web};
 

@@ -6,8 +6,9 @@
 //! - [`config`]: flags and environment (clap).
 //! - [`api`]: the versioned JSON API (`/api/1`).
 //! - [`commands`]: what each subcommand does.
-//! - [`web`]: the router; [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site checks; [`session_store`]: sessions in
-//!   the database; [`site`]: finding the built site.
+//! - [`web`]: the router (sessions in the database through
+//!   `app::api::session_store`); [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site
+//!   checks; [`site`]: finding the built site.
 //! - The router's guards: [`security_headers`] on every answer, [`failsafe`] for panics and
 //!   slow requests, [`client_address`] for the sign-in limits.
 //! - [`demo`]: the demo users and caseload.
@@ -23,7 +24,6 @@ pub mod demo;
 pub mod failsafe;
 pub mod metrics;
 pub mod security_headers;
-pub mod session_store;
 pub mod site;
 pub mod smtp_settings;
 pub mod web;

@@ -4,6 +4,7 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use app::api::session_store::DatabaseSessionStore;
 use app::api::ssr::AppState;
 use app::{App, shell};
 use axum::Router;
@@ -26,7 +27,6 @@ use crate::api::stream_limit::{STREAMS_PER_USER_DEFAULT, StreamLimit};
 use crate::client_address::{TrustForwardedFor, record_client_address};
 use crate::failsafe::{self, RequestTimeout};
 use crate::security_headers::{Https, add_security_headers};
-use crate::session_store::DatabaseSessionStore;
 use crate::{auth_gate, csrf};
 
 /// The session cookie's name.

@@ -7,5 +7,7 @@ pub mod caseload;
 #[cfg(feature = "ssr")]
 pub mod login_throttle;
 #[cfg(feature = "ssr")]
+pub mod session_store;
+#[cfg(feature = "ssr")]
 pub mod ssr;
 pub mod tasks;

@@ -10,6 +10,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use app::api::session_store::DatabaseSessionStore;
 use app::api::ssr::{AppState, SESSION_USER_ID};
 use app::api::tasks::TaskUpdate;
 use app::error::{AppError, ErrorBody};
@@ -24,7 +25,6 @@ use tower_sessions::{Session, SessionStore};
 
 use super::stream_limit::{StreamLimit, StreamSlot};
 use super::user::ApiUser;
-use crate::session_store::DatabaseSessionStore;
 
 /// How often an open stream checks that its sign-in still stands.
 pub const SESSION_RECHECK: Duration = Duration::from_secs(2);
