@@ -284,7 +284,7 @@ impl TaskContext {
         match saved {
             Some(row) => {
                 txn.commit().await?;
-                self.store.publish(std::slice::from_ref(&row));
+                self.store.events().publish(std::slice::from_ref(&row));
                 self.task = row;
                 Ok(())
             }

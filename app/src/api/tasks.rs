@@ -121,10 +121,11 @@ pub mod ssr_impl {
             limit: TASKS_PAGE_SIZE,
         };
         let (tasks, total) = task_page(&store, &user, request).await?;
+        let now = store.clock().now();
         Ok(TaskPage {
             tasks: tasks
                 .into_iter()
-                .map(|task| task_view(task, bulk.export_retention, store.clock().now()))
+                .map(|task| task_view(task, bulk.export_retention, now))
                 .collect(),
             total,
         })
@@ -133,14 +134,14 @@ pub mod ssr_impl {
     pub async fn task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
         let user = require_user().await?;
         let is_admin = user.role == caseload::users::Role::Admin;
-        let store = state()?.store;
+        let AppState { store, bulk, .. } = state()?;
         let task = visible_task(&store, &user, id).await?;
         let history = store.task_history(id).await?;
-        let retention = state()?.bulk.export_retention;
+        let (retention, now) = (bulk.export_retention, store.clock().now());
         let export_file = (task.owner_id == user.id
             && task.execution_component_name == EXPORT
             && task.workflow_status == TaskStatus::Completed)
-            .then(|| export_file_of(&task, retention, store.clock().now()))
+            .then(|| export_file_of(&task, retention, now))
             .flatten();
         Ok(TaskDetail {
             export_file,
@@ -157,7 +158,7 @@ pub mod ssr_impl {
                 })
                 .collect(),
             can_repair: is_admin,
-            task: task_view(task, retention, store.clock().now()),
+            task: task_view(task, retention, now),
         })
     }
 

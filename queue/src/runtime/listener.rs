@@ -54,8 +54,8 @@ impl Listener {
                 continue;
             }
             match ChangedTasks::parse(notification.payload()) {
-                Some(remote) if remote.origin != self.store.origin() => {
-                    if self.store.has_subscribers() {
+                Some(remote) if remote.origin != self.store.events().origin() => {
+                    if self.store.events().has_subscribers() {
                         // The reader ends only after this loop does.
                         let _ = changed.send(remote.task_ids);
                     }
@@ -85,7 +85,7 @@ async fn read_events(store: Store, mut to_read: mpsc::UnboundedReceiver<Vec<Uuid
         ids.sort_unstable();
         ids.dedup();
         match store.task_events(&ids).await {
-            Ok(events) => store.publish_events(&events),
+            Ok(events) => store.events().publish_events(&events),
             Err(error) => tracing::warn!(%error, tasks = ids.len(), "reading changed tasks failed"),
         }
     }

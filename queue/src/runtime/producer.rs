@@ -54,7 +54,7 @@ pub(crate) struct Producer {
 
 impl Producer {
     pub async fn run(self) {
-        let mut wake = self.store.wake_receiver();
+        let mut wake = self.store.events().wake_receiver();
         let mut held = VecDeque::new();
         let mut backlog = false;
         loop {

@@ -174,7 +174,7 @@ mod tests {
                 .unwrap();
             assert!(notification.payload().len() < 8_000);
             let changed = ChangedTasks::parse(notification.payload()).expect("a readable payload");
-            assert_eq!(changed.origin, store.origin());
+            assert_eq!(changed.origin, store.events().origin());
             announced.extend(changed.task_ids);
         }
         let mut claimed: Vec<Uuid> = claimed.iter().map(|task| task.id).collect();

@@ -56,12 +56,12 @@ impl Store {
                         i64::from(params.max).into(),
                     ],
                 );
-                self.run_alone(announce::announcing(statement, self.origin()))
+                self.run_alone(announce::announcing(statement, self.events().origin()))
                     .await?
             }
             _ => self.claim_sqlite(params).await?,
         };
-        self.publish(&started);
+        self.events().publish(&started);
         // RETURNING gives no order; hand them out in the order they were chosen.
         started.sort_by(|a, b| {
             (b.priority.cmp(&a.priority))

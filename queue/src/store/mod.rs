@@ -43,8 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::{DatabaseConnection, DbBackend, DbErr};
-use tokio::sync::{broadcast, watch};
-use uuid::Uuid;
+use tokio::sync::broadcast;
 
 use crate::clock::{Clock, SystemClock};
 use crate::task::{QueueEvent, Task};
@@ -211,27 +210,8 @@ impl Store {
         self.writes.own_writes_ended().await
     }
 
-    pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
-        self.events.wake_receiver()
-    }
-
-    pub(crate) fn origin(&self) -> Uuid {
-        self.events.origin()
-    }
-
-    /// Whether anyone in this process subscribes to task events.
-    pub(crate) fn has_subscribers(&self) -> bool {
-        self.events.has_subscribers()
-    }
-
-    /// Announces committed changes to local subscribers.
-    pub(crate) fn publish(&self, tasks: &[Task]) {
-        self.events.publish(tasks);
-    }
-
-    /// Hands events to local subscribers: those of this node's changes that were not read
-    /// back as whole rows, and those of other nodes' changes.
-    pub(crate) fn publish_events(&self, events: &[QueueEvent]) {
-        self.events.publish_events(events);
+    /// The in-process wake-ups and task events this store's clones share.
+    pub(crate) fn events(&self) -> &EventBus {
+        &self.events
     }
 }

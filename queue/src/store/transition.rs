@@ -118,7 +118,7 @@ impl Store {
                 .run_alone(self.completion(claims, now, node_id))
                 .await?;
             let events: Vec<QueueEvent> = completed.into_iter().map(QueueEvent::from).collect();
-            self.publish_events(&events);
+            self.events().publish_events(&events);
             changed.extend(events);
         }
         if others.is_empty() {
@@ -192,7 +192,7 @@ impl Store {
     /// `update`, whose RETURNING includes [`EventColumns::COLUMNS`], announcing the changed
     /// tasks on PostgreSQL.
     fn announcing(&self, update: &UpdateStatement) -> Statement {
-        announce::announcing(self.backend.build(update), self.origin())
+        announce::announcing(self.backend.build(update), self.events().origin())
     }
 
     /// Runs `statement`, an announcing UPDATE that returns rows of tasks, as a transaction
@@ -232,7 +232,7 @@ impl Store {
         if requeued {
             self.notify_committed();
         }
-        self.publish(changed);
+        self.events().publish(changed);
         Ok(())
     }
 }

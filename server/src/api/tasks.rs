@@ -92,8 +92,12 @@ pub async fn list_tasks(
         limit: query.limit.unwrap_or(DEFAULT_LIST_LIMIT),
     };
     let (tasks, total) = task_page(&state.store, &user.0, request).await?;
+    let now = state.store.clock().now();
     Ok(Json(TaskList {
-        tasks: tasks.into_iter().map(|task| view(task, &state)).collect(),
+        tasks: tasks
+            .into_iter()
+            .map(|task| task_view(task, state.bulk.export_retention, now))
+            .collect(),
         total,
         offset: request.offset,
         limit: request.limit,
