@@ -59,7 +59,7 @@ pub(crate) struct Walk<E> {
     new_total: Option<u64>,
 }
 
-impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
+impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
     /// Resumes from the task's checkpoint (`{}` before the first batch).
     pub fn resume(
         ctx: &TaskContext,
@@ -75,21 +75,6 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
             progress: last_checkpoint(ctx)?,
             new_total: None,
         })
-    }
-
-    /// Begins the next batch, or returns `None` when the walk is over (committing that).
-    ///
-    /// The run_as user is loaded in every batch, so a user deleted mid-task stops it
-    /// (permanently) and a changed role applies from the next batch on.
-    pub async fn next(&mut self, ctx: &mut TaskContext) -> Result<Option<Step>, TaskError> {
-        match self.begin_next(ctx).await? {
-            Next::Batch(step) => Ok(Some(step)),
-            Next::End(Some(txn)) => {
-                self.commit(ctx, txn).await?;
-                Ok(None)
-            }
-            Next::End(None) => Ok(None),
-        }
     }
 
     /// Begins the next batch; at the end of the target, marks the walk finished and hands
@@ -149,7 +134,7 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
     }
 
     /// Ends the walk with the next commit; the progress total becomes the people visited.
-    pub fn finish(&mut self) {
+    fn finish(&mut self) {
         self.progress.finished = true;
         self.new_total = Some(self.progress.cursor.position);
     }
@@ -169,26 +154,60 @@ impl<E: Serialize + DeserializeOwned + Default> Walk<E> {
     }
 }
 
-/// The work of one batch: what it did, from its transaction and people.
-pub(crate) type BatchWork<'s> =
-    Pin<Box<dyn Future<Output = Result<BatchReport, TaskError>> + Send + 's>>;
+/// One bulk action's part in a [`Walk`]: what a batch does inside its transaction, how that
+/// is recorded in the checkpoint, and what follows the batch's commit.
+#[async_trait::async_trait]
+pub(crate) trait BatchAction<E: Send>: Sync {
+    /// What one batch's work found or did.
+    type Done: Send;
 
-impl Walk<()> {
-    /// Runs `work` on every batch of the walk and commits each with its progress, in
-    /// order. Where [`TaskContext::begin_following_batch`] allows (PostgreSQL, with a
-    /// connection to spare), two batches run at once, each in its own transaction on its
-    /// own connection: the first commits as soon as its work is done, the second after it.
+    /// Whether two batches may be in flight at once (see [`Walk::run`]): only for work that
+    /// touches nothing but its own transaction and its own people.
+    const OVERLAPS: bool;
+
+    /// The batch's work, inside its transaction.
+    async fn work(&self, step: &Step) -> Result<Self::Done, TaskError>;
+
+    /// Records a batch's work in `progress`, in batch order, just before the batch commits.
+    /// Setting `progress.finished` ends the walk with this batch.
+    fn record(
+        &self,
+        step: &Step,
+        done: &Self::Done,
+        progress: &mut Progress<E>,
+    ) -> Result<(), TaskError>;
+
+    /// Work after the batch has committed, outside any transaction (email's sends), recorded
+    /// through the walk's own commits.
+    async fn after_commit(
+        &self,
+        _ctx: &mut TaskContext,
+        _walk: &mut Walk<E>,
+        _done: Self::Done,
+    ) -> Result<(), TaskError> {
+        Ok(())
+    }
+}
+
+impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
+    /// Runs `action` on every batch of the walk and commits each with its progress, in
+    /// order. For an action that [overlaps](BatchAction::OVERLAPS), where
+    /// [`TaskContext::begin_following_batch`] allows (PostgreSQL, with a connection to
+    /// spare), two batches run at once, each in its own transaction on its own connection:
+    /// the first is recorded and committed as soon as its work is done, the second after it.
     ///
     /// Why: one batch keeps one database backend busy while the other cores wait (ADR 0015).
     /// What keeps it exact: the second batch starts after the first (its cursor), commits
-    /// only after the first has committed, and is rolled back if the first fails, so the
-    /// last committed checkpoint is always followed by no committed work. A crash between
-    /// the two commits resumes after the first; the two batches' people are disjoint.
-    pub async fn run<F>(&mut self, ctx: &mut TaskContext, work: F) -> Result<(), TaskError>
-    where
-        F: for<'s> Fn(&'s Step) -> BatchWork<'s>,
-    {
-        let mut alone = false;
+    /// only after the first has committed, and is rolled back if the first fails or ends the
+    /// walk, so the last committed checkpoint is always followed by no committed work. A
+    /// crash between the two commits resumes after the first; the two batches' people are
+    /// disjoint.
+    pub async fn run<A: BatchAction<E>>(
+        &mut self,
+        ctx: &mut TaskContext,
+        action: &A,
+    ) -> Result<(), TaskError> {
+        let mut alone = !A::OVERLAPS;
         loop {
             let first = match self.begin_next(ctx).await? {
                 Next::Batch(step) => step,
@@ -200,12 +219,18 @@ impl Walk<()> {
             } else {
                 ctx.begin_following_batch(&first.txn).await?
             };
+            alone = !A::OVERLAPS;
             let Some(following) = following else {
-                alone = false;
-                let report = work(&first).await?;
-                report.add_to(&mut self.progress.report);
-                self.commit(ctx, first.txn).await?;
+                let done = action.work(&first).await?;
+                self.record_and_commit(ctx, action, first, &done).await?;
+                action.after_commit(ctx, self, done).await?;
                 continue;
+            };
+            // What the walk records and commits with the first batch.
+            let mut after_first = Progress {
+                cursor: first.batch.next.clone(),
+                finished: false,
+                ..self.progress.clone()
             };
             let second = self.continue_in(ctx, following.txn).await?;
             // The total was counted in the first batch's transaction: it goes with its commit,
@@ -214,43 +239,37 @@ impl Walk<()> {
                 Next::Batch(_) => self.new_total.take(),
                 Next::End(_) => None,
             };
-            let report_before = self.progress.report.clone();
-            let work = &work;
             let first_ctx = &mut *ctx;
             let first_committed = async move {
-                let mut after_first = Progress {
-                    cursor: first.batch.next.clone(),
-                    finished: false,
-                    report: report_before,
-                    extra: (),
+                let done = action.work(&first).await?;
+                action.record(&first, &done, &mut after_first)?;
+                let total = if after_first.finished {
+                    Some(after_first.cursor.position)
+                } else {
+                    total
                 };
-                work(&first).await?.add_to(&mut after_first.report);
                 commit_progress(first_ctx, first.txn, &after_first, total).await?;
-                Ok::<_, TaskError>(after_first.report)
+                Ok::<_, TaskError>((after_first, done))
             };
             let turn = following.turn;
             let second_ready = async move {
-                let report: Option<BatchReport> = match &second {
+                match second {
                     Next::Batch(step) => {
-                        let report = work(step).await?;
+                        let done = action.work(&step).await?;
                         turn.wait(&step.txn).await?;
-                        Some(report)
+                        Ok::<_, TaskError>(Second::Batch(step, done))
                     }
                     Next::End(Some(txn)) => {
-                        turn.wait(txn).await?;
-                        None
+                        turn.wait(&txn).await?;
+                        Ok(Second::End(Some(txn)))
                     }
-                    Next::End(None) => None,
-                };
-                Ok::<_, TaskError>((second, report))
+                    Next::End(None) => Ok(Second::End(None)),
+                }
             };
             let (first_committed, second_ready) = tokio::join!(first_committed, second_ready);
             // A failed batch rolled back, and the second, if the first failed, with it.
-            let (second, second_report) = match (first_committed, second_ready) {
-                (Ok(report), Ok(second)) => {
-                    self.progress.report = report;
-                    second
-                }
+            let ((after_first, first_done), second) = match (first_committed, second_ready) {
+                (Ok(first), Ok(second)) => (first, second),
                 (Err(TaskError::Transient(_)), _) | (Ok(_), Err(TaskError::Transient(_))) => {
                     // Most likely the database ended a deadlock with another task's pair of
                     // batches: go on from the last commit, with one batch, in this attempt.
@@ -260,16 +279,89 @@ impl Walk<()> {
                 }
                 (Err(error), _) | (_, Err(error)) => return Err(error),
             };
-            if let Some(report) = second_report {
-                report.add_to(&mut self.progress.report);
+            let second_cursor = std::mem::replace(&mut self.progress, after_first).cursor;
+            action.after_commit(ctx, self, first_done).await?;
+            if self.progress.finished {
+                // The first batch ended the walk: the second rolls back unrecorded.
+                self.new_total = None;
+                self.open_batch = None;
+                return Ok(());
             }
             match second {
-                Next::Batch(step) => self.commit(ctx, step.txn).await?,
-                Next::End(Some(txn)) => return self.commit(ctx, txn).await,
-                Next::End(None) => return Ok(()),
+                Second::Batch(step, done) => {
+                    self.progress.cursor = second_cursor;
+                    self.record_and_commit(ctx, action, step, &done).await?;
+                    action.after_commit(ctx, self, done).await?;
+                }
+                Second::End(Some(txn)) => {
+                    self.finish();
+                    return self.commit(ctx, txn).await;
+                }
+                Second::End(None) => return Ok(()),
             }
         }
     }
+
+    /// Records the work of the batch begun last and commits it.
+    async fn record_and_commit<A: BatchAction<E>>(
+        &mut self,
+        ctx: &mut TaskContext,
+        action: &A,
+        step: Step,
+        done: &A::Done,
+    ) -> Result<(), TaskError> {
+        action.record(&step, done, &mut self.progress)?;
+        if self.progress.finished {
+            self.finish();
+        }
+        self.commit(ctx, step.txn).await
+    }
+}
+
+/// The future of one batch's database change (see [`DatabaseChange`]).
+pub(crate) type ChangeFuture<'s> =
+    Pin<Box<dyn Future<Output = Result<BatchReport, CaseloadError>> + Send + 's>>;
+
+/// An action whose whole work is a change in the batch's transaction, reported as a
+/// [`BatchReport`] (status change, watch, unwatch): its batches may overlap.
+pub(crate) struct DatabaseChange<F>(F);
+
+impl<F> DatabaseChange<F>
+where
+    F: for<'s> Fn(&'s Step) -> ChangeFuture<'s> + Sync,
+{
+    pub fn new(change: F) -> Self {
+        DatabaseChange(change)
+    }
+}
+
+#[async_trait::async_trait]
+impl<F> BatchAction<()> for DatabaseChange<F>
+where
+    F: for<'s> Fn(&'s Step) -> ChangeFuture<'s> + Sync,
+{
+    type Done = BatchReport;
+    const OVERLAPS: bool = true;
+
+    async fn work(&self, step: &Step) -> Result<BatchReport, TaskError> {
+        (self.0)(step).await.map_err(task_error)
+    }
+
+    fn record(
+        &self,
+        _step: &Step,
+        done: &BatchReport,
+        progress: &mut Progress<()>,
+    ) -> Result<(), TaskError> {
+        done.add_to(&mut progress.report);
+        Ok(())
+    }
+}
+
+/// The second of two batches run at once, once its work is done and its turn has come.
+enum Second<D> {
+    Batch(Step, D),
+    End(Option<WriteTransaction>),
 }
 
 /// What [`Walk::begin_next`] found.

@@ -14,10 +14,10 @@ use uuid::Uuid;
 
 use crate::actions::pace::SharedPace;
 use crate::actions::spec::EmailSpec;
-use crate::actions::walk::{Reach, Walk, read_spec, task_error};
+use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
 use crate::email::{
-    Delivery, EmailContent, Mailer, Recipient, claim_deferred, claim_recipients, deferred_count,
-    fail_interrupted, record_outcomes,
+    Claim, Delivery, EmailContent, Mailer, Recipient, claim_deferred, claim_recipients,
+    deferred_count, fail_interrupted, record_outcomes,
 };
 
 /// Messages in flight at once (over the relay's pooled connections). One at a time, a
@@ -67,26 +67,12 @@ impl TaskExecutor for EmailExecutor {
                 .await?;
         }
 
-        while let Some(step) = walk.next(ctx).await? {
-            let claim = claim_recipients(
-                &*step.txn,
-                task_id,
-                &step.actor,
-                &step.batch.ids,
-                Utc::now(),
-            )
-            .await
-            .map_err(task_error)?;
-            let without_address = claim.without_address.len() as u64;
-            let report = &mut walk.progress.report;
-            report.add_skipped(&claim.report.forbidden, &claim.report.unknown);
-            // `unchanged` of a claim also counts those without an address.
-            report.unchanged += claim.report.unchanged.saturating_sub(without_address);
-            report.without_address += without_address;
-            walk.commit(ctx, step.txn).await?;
-            self.send_and_record(ctx, &mut walk, &claim.recipients, &spec.content)
-                .await?;
-        }
+        let batches = EmailBatches {
+            executor: self,
+            content: &spec.content,
+            task_id,
+        };
+        walk.run(ctx, &batches).await?;
 
         let txn = ctx.begin_batch().await?;
         let deferred = deferred_count(&*txn, task_id).await.map_err(task_error)?;
@@ -143,6 +129,58 @@ impl EmailExecutor {
             return Err(TaskError::Cancelled);
         }
         Ok(())
+    }
+}
+
+/// Claims each batch's recipients in its transaction and sends to them once it has committed.
+struct EmailBatches<'a> {
+    executor: &'a EmailExecutor,
+    content: &'a EmailContent,
+    task_id: Uuid,
+}
+
+#[async_trait::async_trait]
+impl BatchAction<()> for EmailBatches<'_> {
+    type Done = Claim;
+    /// Never: messages go out between one batch's commit and the next.
+    const OVERLAPS: bool = false;
+
+    async fn work(&self, step: &Step) -> Result<Claim, TaskError> {
+        claim_recipients(
+            &*step.txn,
+            self.task_id,
+            &step.actor,
+            &step.batch.ids,
+            Utc::now(),
+        )
+        .await
+        .map_err(task_error)
+    }
+
+    fn record(
+        &self,
+        _step: &Step,
+        claim: &Claim,
+        progress: &mut Progress<()>,
+    ) -> Result<(), TaskError> {
+        let without_address = claim.without_address.len() as u64;
+        let report = &mut progress.report;
+        report.add_skipped(&claim.report.forbidden, &claim.report.unknown);
+        // `unchanged` of a claim also counts those without an address.
+        report.unchanged += claim.report.unchanged.saturating_sub(without_address);
+        report.without_address += without_address;
+        Ok(())
+    }
+
+    async fn after_commit(
+        &self,
+        ctx: &mut TaskContext,
+        walk: &mut Walk<()>,
+        claim: Claim,
+    ) -> Result<(), TaskError> {
+        self.executor
+            .send_and_record(ctx, walk, &claim.recipients, self.content)
+            .await
     }
 }
 

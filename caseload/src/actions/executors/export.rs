@@ -3,14 +3,16 @@
 //! a dead one wrote after it (see [`crate::export`]).
 
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 use queue::{TaskContext, TaskError, TaskExecutor};
 
-use crate::access::load_targets;
+use crate::access::{Targets, load_targets};
 use crate::actions::export_file;
 use crate::actions::pace::SharedPace;
 use crate::actions::spec::ExportSpec;
-use crate::actions::walk::{Progress, Reach, Walk, read_spec, task_error};
+use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
+use crate::entity::person;
 use crate::export::{CsvExport, ExportOptions, ExportProgress};
 
 pub(crate) struct ExportExecutor {
@@ -47,25 +49,58 @@ impl TaskExecutor for ExportExecutor {
             // The header is on disk before any batch is committed.
             file.checkpoint().map_err(task_error)?;
         }
-        while let Some(step) = walk.next(ctx).await? {
-            let rows = match step.batch.rows {
-                Some(rows) => rows,
-                None => {
-                    let (targets, rows) = load_targets(&*step.txn, &step.actor, &step.batch.ids)
-                        .await
-                        .map_err(task_error)?;
-                    walk.progress
-                        .report
-                        .add_skipped(&targets.forbidden, &targets.unknown);
-                    rows
-                }
-            };
-            walk.progress.report.changed += file.write_people(&rows).map_err(task_error)?;
-            walk.progress.extra = Some(file.checkpoint().map_err(task_error)?);
-            if file.is_full() {
-                walk.finish();
+        let writer = FileWriter {
+            file: Mutex::new(file),
+        };
+        walk.run(ctx, &writer).await
+    }
+}
+
+/// Writes each batch's people to the export file, in batch order, before the batch commits.
+struct FileWriter {
+    /// Written by one batch's record at a time; the lock only satisfies `&self`.
+    file: Mutex<CsvExport>,
+}
+
+#[async_trait::async_trait]
+impl BatchAction<Option<ExportProgress>> for FileWriter {
+    /// For a list of ids, the people loaded and who was skipped; a query's batch comes with
+    /// its rows.
+    type Done = Option<(Targets, Vec<person::Model>)>;
+    /// Never: a batch's rows are in the file before it commits, and the file cannot rewind
+    /// to the last checkpoint within an attempt, as two overlapping batches may need to.
+    const OVERLAPS: bool = false;
+
+    async fn work(&self, step: &Step) -> Result<Self::Done, TaskError> {
+        if step.batch.rows.is_some() {
+            return Ok(None);
+        }
+        load_targets(&*step.txn, &step.actor, &step.batch.ids)
+            .await
+            .map(Some)
+            .map_err(task_error)
+    }
+
+    fn record(
+        &self,
+        step: &Step,
+        done: &Self::Done,
+        progress: &mut Progress<Option<ExportProgress>>,
+    ) -> Result<(), TaskError> {
+        let rows = match done {
+            Some((targets, rows)) => {
+                progress
+                    .report
+                    .add_skipped(&targets.forbidden, &targets.unknown);
+                rows.as_slice()
             }
-            walk.commit(ctx, step.txn).await?;
+            None => step.batch.rows.as_deref().unwrap_or_default(),
+        };
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        progress.report.changed += file.write_people(rows).map_err(task_error)?;
+        progress.extra = Some(file.checkpoint().map_err(task_error)?);
+        if file.is_full() {
+            progress.finished = true;
         }
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! One [`queue::TaskExecutor`] per bulk action, each a thin loop over [`super::walk::Walk`]
-//! around the domain operation of its module in the crate root.
+//! One [`queue::TaskExecutor`] per bulk action, each a [`super::walk::BatchAction`] handed to
+//! [`super::walk::Walk::run`] around the domain operation of its module in the crate root.
 
 pub(crate) mod email;
 pub(crate) mod export;

@@ -6,7 +6,7 @@ use queue::{TaskContext, TaskError, TaskExecutor};
 
 use crate::actions::pace::SharedPace;
 use crate::actions::spec::StatusChangeSpec;
-use crate::actions::walk::{Reach, Walk, read_spec, task_error};
+use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
 use crate::status_change::change_status;
 
 pub(crate) struct StatusChangeExecutor {
@@ -20,23 +20,14 @@ impl TaskExecutor for StatusChangeExecutor {
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let task_id = ctx.task_id();
-        walk.run(ctx, move |step| {
+        let action = DatabaseChange::new(|step| {
             // The future may borrow only its step, so it takes its own copy of the change.
             let change = spec.change.clone();
             Box::pin(async move {
-                let now = Utc::now();
-                change_status(
-                    &*step.txn,
-                    task_id,
-                    &step.actor,
-                    &change,
-                    &step.batch.ids,
-                    now,
-                )
-                .await
-                .map_err(task_error)
+                let ids = &step.batch.ids;
+                change_status(&*step.txn, task_id, &step.actor, &change, ids, Utc::now()).await
             })
-        })
-        .await
+        });
+        walk.run(ctx, &action).await
     }
 }

@@ -6,7 +6,7 @@ use queue::{TaskContext, TaskError, TaskExecutor};
 
 use crate::actions::pace::SharedPace;
 use crate::actions::spec::WatchSpec;
-use crate::actions::walk::{Reach, Walk, read_spec, task_error};
+use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
 use crate::watches::{unwatch, watch};
 
 pub(crate) struct WatchExecutor {
@@ -23,14 +23,10 @@ impl TaskExecutor for WatchExecutor {
         let spec: WatchSpec = read_spec(ctx)?;
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
-        while let Some(step) = walk.next(ctx).await? {
-            let report = watch(&*step.txn, &step.actor, &step.batch.ids, Utc::now())
-                .await
-                .map_err(task_error)?;
-            report.add_to(&mut walk.progress.report);
-            walk.commit(ctx, step.txn).await?;
-        }
-        Ok(())
+        let action = DatabaseChange::new(|step| {
+            Box::pin(watch(&*step.txn, &step.actor, &step.batch.ids, Utc::now()))
+        });
+        walk.run(ctx, &action).await
     }
 }
 
@@ -41,13 +37,8 @@ impl TaskExecutor for UnwatchExecutor {
         // Clearing one's own bookmark affects nobody else, so a query may reach people
         // outside the run_as scope (e.g. someone reassigned since they were watched).
         let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::Anyone, self.pace.clone())?;
-        while let Some(step) = walk.next(ctx).await? {
-            let report = unwatch(&*step.txn, &step.actor, &step.batch.ids)
-                .await
-                .map_err(task_error)?;
-            report.add_to(&mut walk.progress.report);
-            walk.commit(ctx, step.txn).await?;
-        }
-        Ok(())
+        let action =
+            DatabaseChange::new(|step| Box::pin(unwatch(&*step.txn, &step.actor, &step.batch.ids)));
+        walk.run(ctx, &action).await
     }
 }
