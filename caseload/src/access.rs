@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bulkq_types::actions::ActionReport;
-use queue::id_list::id_in;
+use queue::IdListFilter;
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
@@ -79,11 +79,7 @@ pub async fn load_targets<C: ConnectionTrait>(
 ) -> Result<(Targets, Vec<person::Model>), CaseloadError> {
     check_batch_size(ids)?;
     let mut found: HashMap<Uuid, person::Model> = person::Entity::find()
-        .filter(id_in(
-            db.get_database_backend(),
-            person::Column::Id,
-            ids.iter().copied(),
-        ))
+        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
         .all(db)
         .await?
         .into_iter()

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use lettre::message::Mailbox;
-use queue::id_list::id_in;
+use queue::IdListFilter;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde::{Deserialize, Serialize};
@@ -253,11 +253,7 @@ pub async fn claim_deferred<C: ConnectionTrait>(
         )
         .col_expr(log::Column::UpdatedAt, Expr::value(now))
         .filter(log::Column::TaskId.eq(task_id))
-        .filter(id_in(
-            db.get_database_backend(),
-            log::Column::PersonId,
-            ids.iter().copied(),
-        ))
+        .filter(log::Column::PersonId.in_id_list(db.get_database_backend(), ids.iter().copied()))
         .exec(db)
         .await?;
     // The address is the one claimed first, so a retry goes where the first try went.
@@ -266,11 +262,7 @@ pub async fn claim_deferred<C: ConnectionTrait>(
         .column(log::Column::PersonId)
         .column(log::Column::Recipient)
         .filter(log::Column::TaskId.eq(task_id))
-        .filter(id_in(
-            db.get_database_backend(),
-            log::Column::PersonId,
-            ids.iter().copied(),
-        ))
+        .filter(log::Column::PersonId.in_id_list(db.get_database_backend(), ids.iter().copied()))
         .into_tuple()
         .all(db)
         .await?
@@ -344,11 +336,7 @@ pub async fn record_outcomes<C: ConnectionTrait>(
             .col_expr(log::Column::SentAt, Expr::value(now))
             .filter(log::Column::TaskId.eq(task_id))
             .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
-            .filter(id_in(
-                db.get_database_backend(),
-                log::Column::PersonId,
-                sent,
-            ))
+            .filter(log::Column::PersonId.in_id_list(db.get_database_backend(), sent))
             .exec(db)
             .await?
             .rows_affected;

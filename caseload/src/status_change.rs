@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use queue::id_list::id_in;
+use queue::IdListFilter;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
@@ -90,11 +90,9 @@ pub async fn change_status<C: ConnectionTrait>(
         .column(person::Column::Id)
         .column(person::Column::CoachId)
         .column(person::Column::ProgramStatus)
-        .filter(id_in(
-            db.get_database_backend(),
-            person::Column::Id,
-            person_ids.iter().copied(),
-        ))
+        .filter(
+            person::Column::Id.in_id_list(db.get_database_backend(), person_ids.iter().copied()),
+        )
         .order_by_asc(person::Column::Id)
         .lock_exclusive()
         .into_tuple()
@@ -122,11 +120,9 @@ pub async fn change_status<C: ConnectionTrait>(
             )
             .col_expr(person::Column::UpdatedBy, Expr::value(actor.id))
             .col_expr(person::Column::UpdatedAt, Expr::value(now))
-            .filter(id_in(
-                db.get_database_backend(),
-                person::Column::Id,
-                recorded.iter().copied(),
-            ))
+            .filter(
+                person::Column::Id.in_id_list(db.get_database_backend(), recorded.iter().copied()),
+            )
             .exec(db)
             .await?;
     }

@@ -4,7 +4,7 @@
 //! is counted as unchanged, never an error, so a batch may run any number of times.
 
 use chrono::{DateTime, Utc};
-use queue::id_list::id_in;
+use queue::IdListFilter;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
@@ -60,11 +60,10 @@ pub async fn unwatch<C: ConnectionTrait>(
     targets.allowed.append(&mut targets.forbidden);
     let deleted = person_watch::Entity::delete_many()
         .filter(person_watch::Column::StaffUserId.eq(actor.id))
-        .filter(id_in(
-            db.get_database_backend(),
-            person_watch::Column::PersonId,
-            targets.allowed.iter().copied(),
-        ))
+        .filter(
+            person_watch::Column::PersonId
+                .in_id_list(db.get_database_backend(), targets.allowed.iter().copied()),
+        )
         .exec(db)
         .await?
         .rows_affected;

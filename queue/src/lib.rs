@@ -64,7 +64,8 @@
 //! - [`state`] (from `bulkq-types`, shared with the browser): statuses, [`Transition`], the
 //!   pure [`after_attempt`] decision.
 //! - [`task`]: the types callers pass and get back ([`NewTask`], [`Task`], [`QueueEvent`]…).
-//! - [`store`]: [`Store`], the only place SQL lives.
+//! - [`store`]: [`Store`], the only place SQL lives, and [`IdListFilter`], the id-list
+//!   filter the crates that share the app's database use too.
 //! - [`executor`]: [`TaskExecutor`], [`Registry`], [`TaskContext`].
 //! - [`runtime`]: [`Runtime`] and its services (producer, workers, completer, heartbeat,
 //!   periodic jobs (among them the rescuer and the pruner), LISTEN relay).
@@ -83,7 +84,6 @@ pub mod clock;
 pub mod database;
 pub mod error;
 pub mod executor;
-pub mod id_list;
 pub mod metrics;
 pub mod periodic;
 pub mod runtime;
@@ -111,8 +111,8 @@ pub use store::claim::Checkpoint;
 pub use store::lock::{LockGrant, SchedulerLock};
 pub use store::transition::Finish;
 pub use store::{
-    NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams, WriteClass,
-    WritePass, WriteTransaction, parked_message,
+    IdListFilter, NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams,
+    WriteClass, WritePass, WriteTransaction, parked_message,
 };
 pub use task::{
     BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,

@@ -8,7 +8,7 @@ mod sql;
 
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage, PersonSummary};
-use queue::id_list::id_in;
+use queue::IdListFilter;
 use sea_orm::sea_query::{Expr, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
@@ -217,11 +217,7 @@ pub async fn people_by_ids<C: ConnectionTrait>(
 ) -> Result<Vec<person::Model>, CaseloadError> {
     crate::access::check_batch_size(ids)?;
     Ok(person::Entity::find()
-        .filter(id_in(
-            db.get_database_backend(),
-            person::Column::Id,
-            ids.iter().copied(),
-        ))
+        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
         .order_by_asc(person::Column::Id)
         .all(db)
         .await?)
@@ -289,11 +285,7 @@ async fn people_in_order<C: ConnectionTrait>(
     ids: &[Uuid],
 ) -> Result<Vec<person::Model>, CaseloadError> {
     let mut people = person::Entity::find()
-        .filter(id_in(
-            db.get_database_backend(),
-            person::Column::Id,
-            ids.iter().copied(),
-        ))
+        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
         .all(db)
         .await?;
     people.sort_by_key(|person| ids.iter().position(|id| *id == person.id));

@@ -6,6 +6,7 @@
 //! - `enqueue`: inserting tasks inside the caller's transaction, [`QueueTransaction`].
 //! - `claim`: the producer's claim (and start), the worker's checkpoint and lease checks.
 //! - `history`: the history rows a task's row cannot imply, and reading the whole history.
+//! - `id_list`: [`IdListFilter`], "this column is one of these ids" as one parameter.
 //! - `announce`: PostgreSQL notifications (wake-ups, task events for other nodes), queued
 //!   by the statement or transaction that made the change.
 //! - `transition`: guarded state changes (worker outcomes) and committing them.
@@ -30,6 +31,7 @@ pub(crate) mod enqueue;
 pub(crate) mod entity;
 mod events;
 pub(crate) mod history;
+mod id_list;
 pub mod lock;
 pub(crate) mod node;
 mod people_writing;
@@ -51,6 +53,7 @@ use crate::task::{QueueEvent, Task};
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
 use events::EventBus;
+pub use id_list::IdListFilter;
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
 pub use write_gate::{WriteClass, WritePass};
 pub use writes::WriteTransaction;

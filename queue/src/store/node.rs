@@ -11,8 +11,8 @@ use super::entity::task::{self, Column};
 use super::transition::{guarded, set_transition};
 use super::{INSERT_CHUNK, Store, history};
 use crate::error::QueueError;
-use crate::id_list::id_in;
 use crate::state::{TaskStatus, Transition};
+use crate::store::IdListFilter;
 
 /// Which node incarnation this process is, and what it tells the cluster about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,7 +188,7 @@ impl Store {
                     .col_expr(Column::CrashCount, crashed.clone()),
                 transition,
             )
-            .filter(id_in(self.backend, Column::Id, orphans.iter().copied()))
+            .filter(Column::Id.in_id_list(self.backend, orphans.iter().copied()))
             .filter(dead())
         };
         let txn = self.begin_write().await?;

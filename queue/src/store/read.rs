@@ -11,8 +11,8 @@ use super::announce::EventColumns;
 use super::entity::{node, ready, task, task_event};
 use super::{Store, history};
 use crate::error::QueueError;
-use crate::id_list::id_in;
 use crate::state::TaskStatus;
+use crate::store::IdListFilter;
 use crate::task::{Node, Page, QueueEvent, Task, TaskEvent, TaskFilter};
 
 /// The WHERE clause of a [`TaskFilter`].
@@ -79,7 +79,7 @@ impl Store {
         let rows = task::Entity::find()
             .select_only()
             .columns(EventColumns::COLUMNS)
-            .filter(id_in(self.backend, task::Column::Id, ids.iter().copied()))
+            .filter(task::Column::Id.in_id_list(self.backend, ids.iter().copied()))
             .into_model::<EventColumns>()
             .all(&self.db)
             .await?;

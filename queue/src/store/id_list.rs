@@ -20,26 +20,28 @@ use sea_orm::sea_query::{BinOper, Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbBackend};
 use uuid::Uuid;
 
-/// `column = ANY($1)` on PostgreSQL, `column IN (SELECT unhex(value) FROM json_each(?))`
-/// on SQLite.
-pub fn id_in<C: ColumnTrait>(
-    backend: DbBackend,
-    column: C,
-    ids: impl IntoIterator<Item = Uuid>,
-) -> Expr {
-    match backend {
-        DbBackend::Postgres => column.eq_any(ids),
-        _ => Expr::col(column.as_column_ref()).binary(
-            BinOper::In,
-            Expr::cust_with_values(
-                "(SELECT unhex(value) FROM json_each(?))",
-                [hex_json_array(ids)],
+/// The store's filter for a list of ids, for every crate that keeps its rows in the app's
+/// database: `Column::Id.in_id_list(backend, ids)` where SeaORM would say `is_in(ids)`.
+pub trait IdListFilter: ColumnTrait {
+    /// `column = ANY($1)` on PostgreSQL, `column IN (SELECT unhex(value) FROM
+    /// json_each(?))` on SQLite.
+    fn in_id_list(self, backend: DbBackend, ids: impl IntoIterator<Item = Uuid>) -> Expr {
+        match backend {
+            DbBackend::Postgres => self.eq_any(ids),
+            _ => Expr::col(self.as_column_ref()).binary(
+                BinOper::In,
+                Expr::cust_with_values(
+                    "(SELECT unhex(value) FROM json_each(?))",
+                    [hex_json_array(ids)],
+                ),
             ),
-        ),
+        }
     }
 }
 
-/// `["<32 hex digits>", …]`: the JSON array SQLite's `id_in` reads.
+impl<C: ColumnTrait> IdListFilter for C {}
+
+/// `["<32 hex digits>", …]`: the JSON array SQLite's `in_id_list` reads.
 fn hex_json_array(ids: impl IntoIterator<Item = Uuid>) -> String {
     let mut json = String::from("[");
     for (n, id) in ids.into_iter().enumerate() {
