@@ -28,7 +28,7 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// chunk, a claim sized to free slots) is a statement of its own for every length, and
 /// SQLite compiles each into a program of its own size, so with sqlx's default cache on
 /// every connection a bulk status change held far more memory than it needed (ADR 0014; id
-/// lists are one parameter now, see [`crate::id_list`]). The statements a node repeats
+/// lists are one parameter now, see [`crate::IdListFilter`]). The statements a node repeats
 /// (claim, checkpoint, heartbeat) are a handful and stay cached.
 ///
 /// PostgreSQL keeps sqlx's 100: the same cap saves memory there too (ADR 0014), but a CI run
@@ -56,9 +56,19 @@ const SQLITE_WAL_AUTOCHECKPOINT_PAGES: &str = "40000";
 /// thread for it, dear when the thread has to be woken on another core, so without it an
 /// idle node's claim begins sooner and a drain of small claims runs faster (ADR 0010). A
 /// connection whose thread had died (a panic inside sqlx) would fail its statements instead
-/// of being replaced, until sqlx retires it at its 30-minute `max_lifetime`.
-/// PostgreSQL keeps the ping: it is what replaces a connection that a server restart broke.
+/// of being replaced. PostgreSQL keeps the ping: it is what replaces a connection that a
+/// server restart broke.
 const SQLITE_PING_BEFORE_ACQUIRE: bool = false;
+
+/// Pooled connections are never retired by age or idleness: sqlx's reaper, the task that
+/// would retire them, can wrap its idle count below zero and then spin on a core forever,
+/// hanging the process's shutdown (sqlx issue 3645, unfixed in 0.9.0; ADR 0039). Without
+/// an idle timeout or a lifetime, sqlx starts no reaper.
+fn without_reaper<DB: sea_orm::sqlx::Database>(
+    pool: sea_orm::sqlx::pool::PoolOptions<DB>,
+) -> sea_orm::sqlx::pool::PoolOptions<DB> {
+    pool.idle_timeout(None).max_lifetime(None)
+}
 
 /// Run by every new PostgreSQL connection before the pool hands it out: a claim of no tasks.
 ///
@@ -95,9 +105,11 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 .statement_cache_capacity(STATEMENT_CACHE)
                 .pragma("wal_autocheckpoint", SQLITE_WAL_AUTOCHECKPOINT_PAGES)
         })
-        .map_sqlx_sqlite_pool_opts(|pool| pool.test_before_acquire(SQLITE_PING_BEFORE_ACQUIRE))
+        .map_sqlx_sqlite_pool_opts(|pool| {
+            without_reaper(pool).test_before_acquire(SQLITE_PING_BEFORE_ACQUIRE)
+        })
         .map_sqlx_postgres_pool_opts(|pool| {
-            pool.after_connect(|connection, _| {
+            without_reaper(pool).after_connect(|connection, _| {
                 Box::pin(async move {
                     if let Err(error) =
                         sea_orm::sqlx::Executor::execute(connection, POSTGRES_WARM_UP).await

@@ -10,7 +10,24 @@ use super::new_task;
 queue::backend_tests!(queue::schema::QueueMigrator =>
     connections_are_durable_and_tuned,
     new_connections_leave_queued_tasks_alone,
+    pools_run_no_reaper,
 );
+
+/// sqlx's reaper can spin forever (ADR 0039); it starts only with an idle timeout or a
+/// lifetime, so the pool has neither.
+async fn pools_run_no_reaper(db: TestDatabase) {
+    let (idle_timeout, max_lifetime) = match db.backend {
+        Backend::Sqlite => {
+            let options = db.conn.get_sqlite_connection_pool().options();
+            (options.get_idle_timeout(), options.get_max_lifetime())
+        }
+        Backend::Postgres => {
+            let options = db.conn.get_postgres_connection_pool().options();
+            (options.get_idle_timeout(), options.get_max_lifetime())
+        }
+    };
+    assert_eq!((idle_timeout, max_lifetime), (None, None));
+}
 
 async fn connections_are_durable_and_tuned(db: TestDatabase) {
     match db.backend {
