@@ -55,6 +55,7 @@ test('staff change the status of 3 people and see the task complete live on My t
   const item = taskItem(tasksTab, taskId);
   await expect(item.getByTestId('task-status')).toHaveText('COMPLETED');
   await expect(item.getByTestId('task-target')).toHaveText('3 people');
+  await expect(item.getByTestId('task-summary')).toHaveText('Change status of 3 people to Inactive');
   await expect(item).toContainText('3 of 3 done');
   await expect(item).toContainText('Finished');
   expect(await tasksTab.evaluate(() => (window as unknown as { neverReloaded?: boolean }).neverReloaded)).toBe(true);
@@ -63,6 +64,7 @@ test('staff change the status of 3 people and see the task complete live on My t
   // The task's page reports what it did.
   await page.getByRole('link', { name: 'View the task' }).click();
   await expect(page.getByRole('heading', { name: 'Change status task' })).toBeVisible();
+  await expect(page.getByTestId('task-summary')).toHaveText('Change status of 3 people to Inactive');
   await expect(page.getByTestId('task-status')).toHaveText('COMPLETED');
   await expect(reportCount(page, 'Status changed')).toHaveText('3');
   await screenshot(page, testInfo, 'task detail: status change');

@@ -59,6 +59,10 @@ test('an email the relay keeps deferring fails; an admin retries it and abandons
   await hydrated(admin);
   const row = admin.getByTestId('problems').locator('tbody tr', { has: admin.locator(`a[href="/tasks/${failing}"]`) });
   await expect(row).toContainText('FAILURE', { timeout: 60_000 });
+  // The row says what was asked, what went wrong and whose it is.
+  await expect(row).toContainText("Email 1 person: '[relay-fail] Outage drill A'");
+  await expect(row.locator('td.error-line')).toContainText('deferred');
+  await expect(row).toContainText(users.staff.username);
   await screenshot(admin, testInfo, 'queue health: a failed email');
 
   // Its page tells the admin why.

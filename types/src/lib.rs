@@ -1,7 +1,8 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
 //! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`]),
-//! and the character rule all user text obeys ([`text`]).
+//! the character rule all user text obeys ([`text`]), and numbers and quotes as people read
+//! them ([`words`]).
 //!
 //! The dashboard's WebAssembly build uses these exact types, so a status, an action name or
 //! an export column is spelt once (ADR 0036). SeaORM's derives for [`state::TaskStatus`]
@@ -15,5 +16,6 @@ pub mod requests;
 pub mod state;
 pub mod task;
 pub mod text;
+pub mod words;
 
 pub use state::TaskStatus;

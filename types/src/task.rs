@@ -16,6 +16,8 @@ pub struct TaskView {
     pub id: Uuid,
     /// The executor's component name, e.g. `caseload.export`.
     pub action: String,
+    /// What the task was asked to do, in one line: `Email 3 people: 'Hello'`.
+    pub summary: String,
     pub owner_id: Uuid,
     pub created_date: DateTime<Utc>,
     pub created_by: String,
@@ -70,6 +72,7 @@ mod tests {
         TaskView {
             id: Uuid::now_v7(),
             action: EXPORT.into(),
+            summary: "Export 3 people to CSV (all columns)".into(),
             owner_id: Uuid::now_v7(),
             created_date: now,
             created_by: "lee".into(),

@@ -76,6 +76,14 @@ pub struct StalledTask {
     pub last_change: String,
 }
 
+/// A failed task as the failures list shows it: with what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProblemTask {
+    pub task: TaskView,
+    /// The first line of its error.
+    pub error: String,
+}
+
 /// Everything the queue health page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueHealth {
@@ -90,7 +98,7 @@ pub struct QueueHealth {
     pub periodic_jobs: Vec<PeriodicJobRow>,
     pub locks: Vec<HeldLock>,
     /// FAILURE and ERROR tasks (of `action`, if given), newest first.
-    pub problems: Vec<TaskView>,
+    pub problems: Vec<ProblemTask>,
     pub problem_total: u64,
     /// Running tasks held by a dead node or quiet for [`STALLED_AFTER_MINUTES`].
     pub stalled: Vec<StalledTask>,
@@ -158,7 +166,7 @@ mod ssr_impl {
     use caseload::actions::export_files::exports_disk_use;
 
     use crate::api::ssr::{self, AppState, action_name, internal, require_user, state};
-    use crate::api::tasks::ssr_impl::task_view;
+    use crate::api::tasks::ssr_impl::TaskViews;
 
     async fn require_admin() -> Result<StaffUser, AppError> {
         let user = require_user().await?;
@@ -177,14 +185,23 @@ mod ssr_impl {
         })
     }
 
+    /// The first line of an error, which says what went wrong; the rest is on the task's page.
+    fn first_line(error: Option<&str>) -> String {
+        error
+            .and_then(|e| e.lines().next())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     fn rfc3339(time: Option<chrono::DateTime<chrono::Utc>>) -> String {
         time.map(|t| t.to_rfc3339()).unwrap_or_default()
     }
 
     pub async fn health(action: String) -> Result<QueueHealth, AppError> {
         require_admin().await?;
-        let AppState { store, bulk, .. } = state()?;
-        let retention = bulk.export_retention;
+        let app = state()?;
+        let views = TaskViews::load(&app).await?;
+        let AppState { store, bulk, .. } = app;
         let exports = exports_disk_use(&bulk.exports_dir).map_err(internal)?;
         let now = store.clock().now();
         let counts = store.task_count_by_status().await.map_err(internal)?;
@@ -297,12 +314,15 @@ mod ssr_impl {
                 .map(|task| StalledTask {
                     node: task.scheduled_by_process.clone().unwrap_or_default(),
                     last_change: task.modified_date.to_rfc3339(),
-                    task: task_view(task, retention, now),
+                    task: views.view(task),
                 })
                 .collect(),
             problems: problems
                 .into_iter()
-                .map(|task| task_view(task, retention, now))
+                .map(|task| ProblemTask {
+                    error: first_line(task.workflow_status_desc.as_deref()),
+                    task: views.view(task),
+                })
                 .collect(),
         })
     }

@@ -45,6 +45,7 @@ pub mod ssr_impl {
     use bulkq_types::actions::EXPORT;
     use bulkq_types::task::TaskLinks;
     use caseload::actions::export_files::{export_expired, export_expires_at};
+    use caseload::actions::summary::{StatusNames, summarize};
     use caseload::users::StaffUser;
     use queue::{Page, Store, Task, TaskFilter};
 
@@ -113,20 +114,17 @@ pub mod ssr_impl {
 
     pub async fn my_tasks(page: u64) -> Result<TaskPage, AppError> {
         let user = require_user().await?;
-        let AppState { store, bulk, .. } = state()?;
+        let app = state()?;
         let request = ListRequest {
             only_mine: true,
             status: None,
             offset: page.saturating_mul(TASKS_PAGE_SIZE),
             limit: TASKS_PAGE_SIZE,
         };
-        let (tasks, total) = task_page(&store, &user, request).await?;
-        let now = store.clock().now();
+        let (tasks, total) = task_page(&app.store, &user, request).await?;
+        let views = TaskViews::load(&app).await?;
         Ok(TaskPage {
-            tasks: tasks
-                .into_iter()
-                .map(|task| task_view(task, bulk.export_retention, now))
-                .collect(),
+            tasks: tasks.into_iter().map(|task| views.view(task)).collect(),
             total,
         })
     }
@@ -134,10 +132,10 @@ pub mod ssr_impl {
     pub async fn task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
         let user = require_user().await?;
         let is_admin = user.role == caseload::users::Role::Admin;
-        let AppState { store, bulk, .. } = state()?;
-        let task = visible_task(&store, &user, id).await?;
-        let history = store.task_history(id).await?;
-        let (retention, now) = (bulk.export_retention, store.clock().now());
+        let app = state()?;
+        let task = visible_task(&app.store, &user, id).await?;
+        let history = app.store.task_history(id).await?;
+        let (retention, now) = (app.bulk.export_retention, app.store.clock().now());
         let export_file = (task.owner_id == user.id
             && task.execution_component_name == EXPORT
             && task.workflow_status == TaskStatus::Completed)
@@ -158,7 +156,7 @@ pub mod ssr_impl {
                 })
                 .collect(),
             can_repair: is_admin,
-            task: task_view(task, retention, now),
+            task: TaskViews::load(&app).await?.view(task),
         })
     }
 
@@ -208,29 +206,44 @@ pub mod ssr_impl {
         })
     }
 
-    /// A task as both doors show it; `export_retention` and `now` tell whether an export's
-    /// file is still there to link to.
-    pub fn task_view(
-        task: Task,
+    /// What turning tasks into the one view needs, read once per request: the export
+    /// retention and the time (is an export's file still there to link to?), and the
+    /// program statuses' names for the requests' summaries.
+    pub struct TaskViews {
         export_retention: std::time::Duration,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> TaskView {
-        TaskView {
-            links: task_links(&task, export_retention, now),
-            report: caseload::actions::task_report(&task),
-            id: task.id,
-            action: task.execution_component_name,
-            owner_id: task.owner_id,
-            created_date: task.created_date,
-            created_by: task.created_by,
-            workflow_status: task.workflow_status,
-            attempt: task.attempt,
-            max_attempts: task.max_attempts,
-            run_at: task.run_at,
-            execution_started_date: task.execution_started_date,
-            workflow_stopped_date: task.workflow_stopped_date,
-            progress_done: task.progress_done,
-            progress_total: task.progress_total,
+        statuses: StatusNames,
+    }
+
+    impl TaskViews {
+        pub async fn load(state: &AppState) -> Result<Self, AppError> {
+            Ok(TaskViews {
+                export_retention: state.bulk.export_retention,
+                now: state.store.clock().now(),
+                statuses: StatusNames::load(&state.db).await?,
+            })
+        }
+
+        /// A task as both doors show it.
+        pub fn view(&self, task: Task) -> TaskView {
+            TaskView {
+                links: task_links(&task, self.export_retention, self.now),
+                report: caseload::actions::task_report(&task),
+                summary: summarize(&task, &self.statuses),
+                id: task.id,
+                action: task.execution_component_name,
+                owner_id: task.owner_id,
+                created_date: task.created_date,
+                created_by: task.created_by,
+                workflow_status: task.workflow_status,
+                attempt: task.attempt,
+                max_attempts: task.max_attempts,
+                run_at: task.run_at,
+                execution_started_date: task.execution_started_date,
+                workflow_stopped_date: task.workflow_stopped_date,
+                progress_done: task.progress_done,
+                progress_total: task.progress_total,
+            }
         }
     }
 

@@ -146,6 +146,7 @@ fn TaskItem(task: TaskView, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl I
                     {move || status().as_str()}
                 </span>
             </div>
+            <p class="task-summary" data-testid="task-summary">{task.summary.clone()}</p>
             <progress
                 max=move || progress().1
                 value=move || progress().0

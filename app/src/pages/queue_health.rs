@@ -10,7 +10,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
-use crate::api::admin::{AbandonTasks, QueueHealth, RetryTasks, SetActionPaused, get_queue_health};
+use crate::api::admin::{
+    AbandonTasks, ProblemTask, QueueHealth, RetryTasks, SetActionPaused, get_queue_health,
+};
 use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::throughput_chart::ThroughputChart;
 use crate::components::top_bar::TopBar;
@@ -228,13 +230,13 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             view! {
                 <div class="table-scroll">
                     <table data-testid="stalled">
-                        <HeaderRow columns=&["Action", "Status", "Node", "Last change"] />
+                        <HeaderRow columns=&["Request", "Status", "Node", "Last change"] />
                         <tbody>
                             {health.stalled.into_iter().map(|stalled| {
                                 let id = stalled.task.id;
                                 view! {
                                     <tr>
-                                        <td><a href=format!("/tasks/{id}")>{action_label(&stalled.task.action).to_owned()}</a></td>
+                                        <td><a href=format!("/tasks/{id}")>{stalled.task.summary.clone()}</a></td>
                                         <td>{stalled.task.workflow_status.as_str()}</td>
                                         <td><code>{stalled.node}</code></td>
                                         <td>{format::second(&stalled.last_change)}</td>
@@ -253,7 +255,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
 
 #[component]
 fn Problems(
-    health_problems: Vec<bulkq_types::task::TaskView>,
+    health_problems: Vec<crate::api::admin::ProblemTask>,
     problem_total: u64,
     action_names: Vec<String>,
     action_filter: RwSignal<String>,
@@ -262,7 +264,7 @@ fn Problems(
     let selected: RwSignal<HashSet<Uuid>> = RwSignal::new(HashSet::new());
     let all_matching = RwSignal::new(false);
     let reason = RwSignal::new(String::new());
-    let shown: Vec<Uuid> = health_problems.iter().map(|t| t.id).collect();
+    let shown: Vec<Uuid> = health_problems.iter().map(|p| p.task.id).collect();
     let selection_size = move || {
         if all_matching.get() {
             problem_total
@@ -354,13 +356,15 @@ fn Problems(
                                         }
                                     />
                                 </th>
-                                <th scope="col">"Action"</th>
+                                <th scope="col">"Request"</th>
                                 <th scope="col">"Status"</th>
+                                <th scope="col">"Error"</th>
+                                <th scope="col">"Owner"</th>
                                 <th scope="col">"Submitted"</th>
                             </tr>
                         </thead>
                         <tbody>
-                            {health_problems.into_iter().map(|task| {
+                            {health_problems.into_iter().map(|ProblemTask { task, error }| {
                                 let id = task.id;
                                 let badge = format!("badge badge-{}", task.workflow_status.as_str().to_lowercase());
                                 view! {
@@ -376,8 +380,10 @@ fn Problems(
                                                 }
                                             />
                                         </td>
-                                        <td><a href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a></td>
+                                        <td><a href=format!("/tasks/{id}")>{task.summary}</a></td>
                                         <td><span class=badge>{task.workflow_status.as_str()}</span></td>
+                                        <td class="error-line">{error}</td>
+                                        <td>{task.created_by}</td>
                                         <td>{format::minute(&task.created_date.to_rfc3339())}</td>
                                     </tr>
                                 }

@@ -100,6 +100,7 @@ fn Detail(
     };
     view! {
         <h1>{action_label(&detail.task.action).to_owned()} " task"</h1>
+        <p class="task-summary" data-testid="task-summary">{detail.task.summary.clone()}</p>
         <dl class="facts">
             <dt>"Status"</dt>
             <dd>
@@ -119,12 +120,17 @@ fn Detail(
             })}
             <dt>"Id"</dt>
             <dd><code>{id.to_string()}</code></dd>
-            {detail
-                .spec_summary
-                .into_iter()
-                .map(|(field, value)| view! { <dt>{field}</dt> <dd>{value}</dd> })
-                .collect_view()}
         </dl>
+        <details class="stored-request">
+            <summary>"Stored request"</summary>
+            <dl class="facts">
+                {detail
+                    .spec_summary
+                    .into_iter()
+                    .map(|(field, value)| view! { <dt>{field}</dt> <dd>{value}</dd> })
+                    .collect_view()}
+            </dl>
+        </details>
         {detail.export_file.map(|file| match file {
             ExportFile::Available { href, until } => view! {
                 <p>

@@ -1,10 +1,11 @@
 //! The four bulk actions as queue tasks: what a request may ask ([`spec`]), who it targets
-//! ([`target`]), what a task reports (`bulkq_types::actions::ActionReport`), and the executors that do the work in
+//! ([`target`]), how a request reads in one line ([`summary`]), what a task reports
+//! (`bulkq_types::actions::ActionReport`), and the executors that do the work in
 //! checkpointed batches ([`walk`], `executors`).
 //!
 //! ```text
 //! request ──spec::*_task (validate)──► NewTask ──enqueue in the request's transaction──► queue
-//! queue ──claim──► executor: Walk { next batch ─► domain operation ─► commit + checkpoint }*
+//! queue ──claim──► executor: Walk::run(action) { batch ─► work ─► record ─► commit }*
 //! ```
 //!
 //! The domain operations themselves (status change, watches, export file, email steps) live
@@ -16,6 +17,7 @@ pub mod idempotency;
 mod pace;
 pub mod spec;
 pub mod submit;
+pub mod summary;
 pub mod target;
 mod walk;
 

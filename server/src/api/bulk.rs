@@ -73,7 +73,7 @@ async fn accept(
     key: IdempotencyHeader,
 ) -> Result<(StatusCode, Json<TaskView>), AppError> {
     let task = submit_action(state, &user.0, request, key.0.as_ref()).await?;
-    Ok((StatusCode::ACCEPTED, Json(view(task, state))))
+    Ok((StatusCode::ACCEPTED, Json(view(task, state).await?)))
 }
 
 /// The `Idempotency-Key` header of a bulk-action POST (see

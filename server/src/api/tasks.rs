@@ -5,7 +5,7 @@
 //! dashboard), and not the spec, which can hold thousands of ids.
 
 use app::api::ssr::AppState;
-use app::api::tasks::ssr_impl::{ListRequest, task_page, task_view, visible_task};
+use app::api::tasks::ssr_impl::{ListRequest, TaskViews, task_page, visible_task};
 use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -37,7 +37,7 @@ pub async fn get_task(
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
     let task = visible_task(&state.store, &user.0, id).await?;
-    Ok(Json(view(task, &state)))
+    Ok(Json(view(task, &state).await?))
 }
 
 /// A path's id, or a 400 that says which id is not a UUID.
@@ -92,12 +92,9 @@ pub async fn list_tasks(
         limit: query.limit.unwrap_or(DEFAULT_LIST_LIMIT),
     };
     let (tasks, total) = task_page(&state.store, &user.0, request).await?;
-    let now = state.store.clock().now();
+    let views = TaskViews::load(&state).await?;
     Ok(Json(TaskList {
-        tasks: tasks
-            .into_iter()
-            .map(|task| task_view(task, state.bulk.export_retention, now))
-            .collect(),
+        tasks: tasks.into_iter().map(|task| views.view(task)).collect(),
         total,
         offset: request.offset,
         limit: request.limit,
@@ -105,6 +102,6 @@ pub async fn list_tasks(
 }
 
 /// The one view of a task, as both doors show it.
-pub fn view(task: Task, state: &AppState) -> TaskView {
-    task_view(task, state.bulk.export_retention, state.store.clock().now())
+pub async fn view(task: Task, state: &AppState) -> Result<TaskView, AppError> {
+    Ok(TaskViews::load(state).await?.view(task))
 }

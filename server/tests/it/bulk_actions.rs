@@ -170,6 +170,11 @@ async fn status_change_applies_within_scope_and_reports_the_rest(db: TestDatabas
     assert!(reference["created_date"].is_string());
     let id = reference["id"].as_str().unwrap();
     assert_eq!(reference["links"]["self"], format!("/api/1/tasks/{id}"));
+    // The request in words, with the repeated id once and the status by its name.
+    assert_eq!(
+        reference["summary"],
+        "Change status of 6 people to Inactive"
+    );
     for hidden in ["execution_state", "workflow_status_desc", "execution_spec"] {
         assert!(reference.get(hidden).is_none(), "{hidden} exposed");
     }
@@ -199,10 +204,19 @@ async fn status_change_applies_within_scope_and_reports_the_rest(db: TestDatabas
             &cookie,
         )
         .await;
+    assert_eq!(
+        reference["summary"],
+        "Change status of people in Active to Graduated"
+    );
     let task = bulk.finished(&reference, &cookie).await;
     assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
     assert_eq!(task["report"]["changed"], 2, "{task}");
     assert_eq!(task["progress_total"], 2);
+    // Once counted, the query's size is part of the summary.
+    assert_eq!(
+        task["summary"],
+        "Change status of 2 people in Active to Graduated"
+    );
     // Only the colleague's two people are still ACTIVE.
     let active = "SELECT COUNT(*) FROM person WHERE program_status = 'ACTIVE'";
     assert_eq!(count(&db, active).await, 2);
@@ -284,6 +298,10 @@ async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {
     let task = bulk.finished(&reference, &cookie).await;
     assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
     assert_eq!(task["report"]["changed"], 30);
+    assert_eq!(
+        task["summary"],
+        "Export 30 people matching '=exp' to CSV (School id, Last name, Email)"
+    );
 
     let (response, csv) = send(&bulk.app, get(&file_link, Some(&cookie))).await;
     assert_status(&response, &csv, StatusCode::OK);
@@ -360,6 +378,7 @@ async fn email_goes_out_once_per_recipient(db: TestDatabase) {
         .await;
     let task = bulk.finished(&reference, &cookie).await;
     assert_eq!(task["workflow_status"], "COMPLETED", "{task}");
+    assert_eq!(task["summary"], "Email 12 people: 'Advising hours'");
     assert_eq!(task["report"]["changed"], 11, "{task}");
     assert_eq!(task["report"]["failed"], 1);
 
