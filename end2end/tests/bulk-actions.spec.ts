@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { expect, test } from '@playwright/test';
+import { expect } from '@playwright/test';
 import {
   confirmAndGetTask,
   continueTo,
@@ -13,6 +13,7 @@ import {
   signIn,
   signOut,
   taskItem,
+  test,
   users,
 } from './helpers';
 

@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { hydrated, screenshot, signIn, users } from './helpers';
+import { expect } from '@playwright/test';
+import { hydrated, screenshot, signIn, test, users } from './helpers';
 
 test('anonymous visitors are sent to sign in, and bad credentials are refused', async ({ page }, testInfo) => {
   await page.goto('/');

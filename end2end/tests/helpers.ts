@@ -1,4 +1,23 @@
-import { Browser, BrowserContext, BrowserContextOptions, expect, Locator, Page, TestInfo } from '@playwright/test';
+import { test as base, Browser, BrowserContext, BrowserContextOptions, expect, Locator, Page, TestInfo } from '@playwright/test';
+
+/** The contexts the running test opened through `pageAs`. An open page keeps its live
+ * stream, and a user may hold only `--streams-per-user` (6) at once, so a test that left
+ * its pages open would starve the next test's pages of live updates. */
+const openedContexts: BrowserContext[] = [];
+
+/** Playwright's `test`, closing the pages each test opened through `pageAs` when it ends. */
+export const test = base.extend<{ closeOpenedPages: void }>({
+  closeOpenedPages: [
+    // eslint-disable-next-line no-empty-pattern
+    async ({}, use) => {
+      await use();
+      for (const context of openedContexts.splice(0)) {
+        await context.close();
+      }
+    },
+    { auto: true },
+  ],
+});
 
 type User = { username: string; password: string; name: string };
 
@@ -39,6 +58,7 @@ const sessions = new Map<string, SessionState>();
 export async function pageAs(browser: Browser, user: User, options: BrowserContextOptions = {}): Promise<Page> {
   const saved = sessions.get(user.username);
   const context = await browser.newContext({ ...options, storageState: saved });
+  openedContexts.push(context);
   const page = await context.newPage();
   if (saved) {
     await page.goto('/');

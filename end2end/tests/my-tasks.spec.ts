@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { hydrated, screenshot, signIn, users } from './helpers';
+import { expect } from '@playwright/test';
+import { hydrated, screenshot, signIn, test, users } from './helpers';
 
 test('my tasks is reachable from the top bar and says when there is nothing yet', async ({ page }, testInfo) => {
   await signIn(page, users.admin);

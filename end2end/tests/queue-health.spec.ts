@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { hydrated, pageAs, screenshot, signIn, users } from './helpers';
+import { expect } from '@playwright/test';
+import { hydrated, pageAs, screenshot, signIn, test, users } from './helpers';
 
 test('admins open queue health from the top bar; staff get a 403 page', async ({ page, browser }, testInfo) => {
   await signIn(page, users.admin);

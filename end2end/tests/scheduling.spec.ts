@@ -1,5 +1,5 @@
-import { expect, Page, test } from '@playwright/test';
-import { confirmAndGetTask, continueTo, hydrated, pageAs, screenshot, search, selectPeopleWithEmail, taskItem, users } from './helpers';
+import { expect, Page } from '@playwright/test';
+import { confirmAndGetTask, continueTo, hydrated, pageAs, screenshot, search, selectPeopleWithEmail, taskItem, test, users } from './helpers';
 
 /** How many tasks the signed-in user has submitted, from the JSON API. */
 async function myTaskCount(page: Page): Promise<number> {

@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { hydrated, pageAs, users } from './helpers';
+import { expect } from '@playwright/test';
+import { hydrated, pageAs, test, users } from './helpers';
 
 // Every page works under its Content Security Policy: the browser blocks nothing the page
 // needs (its scripts, the WebAssembly, styles, the live update stream), and reports nothing.

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page } from '@playwright/test';
 import {
   confirmAndGetTask,
   continueTo,
@@ -9,6 +9,7 @@ import {
   selectPeopleWithEmail,
   signIn,
   signOut,
+  test,
   users,
 } from './helpers';
 

@@ -124,6 +124,12 @@ impl TaskStatus {
         Transition::Requeue.allowed_from().contains(&self)
     }
 
+    /// Whether the task's owner (or an admin) may cancel it: it has not finished yet. A
+    /// cancel is an abandon the owner may make.
+    pub fn can_cancel(self) -> bool {
+        Self::ACTIVE.contains(&self)
+    }
+
     /// Whether an administrator may abandon a task in this status.
     pub fn can_abandon(self) -> bool {
         Transition::Abandon {
@@ -331,6 +337,16 @@ pub fn after_attempt(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_cancel_is_an_abandon_of_unfinished_work() {
+        for status in TaskStatus::ALL {
+            assert_eq!(status.can_cancel(), !status.is_terminal(), "{status}");
+            if status.can_cancel() {
+                assert!(status.can_abandon(), "{status}");
+            }
+        }
+    }
 
     fn outcome() -> impl Strategy<Value = AttemptOutcome> {
         prop_oneof![

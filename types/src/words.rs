@@ -1,6 +1,8 @@
 //! Numbers and user text as people read them in a sentence, the same in the browser's
 //! lists and the server's summaries.
 
+use crate::state::TaskStatus;
+
 /// `10000` → `"10,000"`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();
@@ -33,9 +35,39 @@ pub fn quoted(text: &str) -> String {
     format!("'{shown}{ellipsis}'")
 }
 
+/// A task's progress in words: `"1,200 of 5,000 done"`, or `"Stopped after 1,200 of 5,000"`
+/// once it was cancelled; empty before anything is done or counted.
+pub fn progress_words(status: TaskStatus, done: i64, total: Option<i64>) -> String {
+    let done = count(done.max(0) as u64);
+    let stopped = status == TaskStatus::Abandoned;
+    match total.map(|total| count(total.max(0) as u64)) {
+        Some(total) if stopped => format!("Stopped after {done} of {total}"),
+        Some(total) => format!("{done} of {total} done"),
+        None if done == "0" => String::new(),
+        None if stopped => format!("Stopped after {done}"),
+        None => format!("{done} done"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_says_where_a_cancelled_task_stopped() {
+        let words = |status, done, total| progress_words(status, done, total);
+        assert_eq!(
+            words(TaskStatus::Executing, 1200, Some(5000)),
+            "1,200 of 5,000 done"
+        );
+        assert_eq!(
+            words(TaskStatus::Abandoned, 1200, Some(5000)),
+            "Stopped after 1,200 of 5,000"
+        );
+        assert_eq!(words(TaskStatus::Abandoned, 40, None), "Stopped after 40");
+        assert_eq!(words(TaskStatus::Executing, 40, None), "40 done");
+        assert_eq!(words(TaskStatus::Queued, 0, None), "");
+    }
 
     #[test]
     fn picks_the_noun_form() {

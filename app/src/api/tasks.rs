@@ -160,6 +160,19 @@ pub mod ssr_impl {
         })
     }
 
+    /// Stops a task for its owner or an admin: a waiting one never starts, a running one
+    /// stops at its next batch boundary keeping what it committed. It ends ABANDONED, with
+    /// who cancelled it in its history. `false` when it had already finished.
+    pub async fn cancel(store: &Store, user: &StaffUser, id: Uuid) -> Result<bool, AppError> {
+        let task = visible_task(store, user, id).await?;
+        if !task.workflow_status.can_cancel() {
+            return Ok(false);
+        }
+        let changed = store.task_abandon(id, "cancelled", &user.username).await?;
+        tracing::info!(task = %id, user = %user.username, changed, "task cancelled");
+        Ok(changed)
+    }
+
     /// An admin repair of one task.
     pub enum Repair {
         Retry,
@@ -322,6 +335,11 @@ impl TaskDetail {
     pub fn can_abandon(&self) -> bool {
         self.can_repair && self.task.workflow_status.can_abandon()
     }
+
+    /// Whoever sees a task (its owner or an admin) may cancel it until it finishes.
+    pub fn can_cancel(&self) -> bool {
+        self.task.workflow_status.can_cancel()
+    }
 }
 
 /// A task with its timeline: the owner's, or anyone's for an admin.
@@ -334,6 +352,14 @@ pub async fn get_task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
 #[server(endpoint = "retry_task")]
 pub async fn retry_task(id: Uuid) -> Result<bool, AppError> {
     crate::api::ssr::respond(ssr_impl::repair(id, ssr_impl::Repair::Retry)).await
+}
+
+/// Cancels a task that has not finished: the owner's own, or anyone's for an admin.
+#[server(endpoint = "cancel_task")]
+pub async fn cancel_task(id: Uuid) -> Result<bool, AppError> {
+    use crate::api::ssr::{require_user, respond, state};
+    respond(async move { ssr_impl::cancel(&state()?.store, &require_user().await?, id).await })
+        .await
 }
 
 /// Abandons a task that has not finished; running work is cancelled (admins only).

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use bulkq_types::TaskStatus;
 use bulkq_types::actions::{EXPORT, action_label};
 use bulkq_types::task::TaskView;
+use bulkq_types::words::progress_words;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
@@ -121,16 +122,7 @@ fn TaskItem(task: TaskView, live: RwSignal<HashMap<Uuid, TaskUpdate>>) -> impl I
     };
     let done = move || {
         let update = current.get();
-        update
-            .progress_total
-            .map(|total| {
-                format!(
-                    "{} of {} done",
-                    format::count(update.progress_done.max(0) as u64),
-                    format::count(total.max(0) as u64)
-                )
-            })
-            .unwrap_or_default()
+        progress_words(update.status, update.progress_done, update.progress_total)
     };
     let is_export = task.action == EXPORT;
     let export_expired = task.export_expired();

@@ -7,12 +7,15 @@ use bulkq_types::TaskStatus;
 use bulkq_types::actions::{
     ActionReport, EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label,
 };
+use bulkq_types::words::progress_words;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use crate::api::tasks::{AbandonTask, ExportFile, RetryTask, TaskDetail, get_task_detail};
+use crate::api::tasks::{
+    AbandonTask, CancelTask, ExportFile, RetryTask, TaskDetail, get_task_detail,
+};
 use crate::components::feedback::ErrorMessage;
 use crate::components::scheduled_for::ScheduledFor;
 use crate::components::top_bar::TopBar;
@@ -26,6 +29,7 @@ pub fn TaskDetailPage() -> impl IntoView {
     let task_id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
     let retry = ServerAction::<RetryTask>::new();
     let abandon = ServerAction::<AbandonTask>::new();
+    let cancel = ServerAction::<CancelTask>::new();
     let reload = RwSignal::new(0u64);
     let detail = Resource::new(
         move || {
@@ -34,6 +38,7 @@ pub fn TaskDetailPage() -> impl IntoView {
                 reload.get(),
                 retry.version().get(),
                 abandon.version().get(),
+                cancel.version().get(),
             )
         },
         |(id, ..)| async move {
@@ -61,7 +66,7 @@ pub fn TaskDetailPage() -> impl IntoView {
             <Transition fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
-                        Ok(detail) => view! { <Detail detail retry abandon /> }.into_any(),
+                        Ok(detail) => view! { <Detail detail retry abandon cancel /> }.into_any(),
                         Err(error) => {
                             view! {
                                 <h1>"Task"</h1>
@@ -81,12 +86,18 @@ fn Detail(
     detail: TaskDetail,
     retry: ServerAction<RetryTask>,
     abandon: ServerAction<AbandonTask>,
+    cancel: ServerAction<CancelTask>,
 ) -> impl IntoView {
     let id = detail.task.id;
     let (can_retry, can_abandon) = (detail.can_retry(), detail.can_abandon());
-    let progress = match detail.task.progress_total {
-        Some(total) => format!("{} of {}", detail.task.progress_done, total),
-        None => detail.task.progress_done.to_string(),
+    let can_cancel = detail.can_cancel();
+    let progress = match progress_words(
+        detail.task.workflow_status,
+        detail.task.progress_done,
+        detail.task.progress_total,
+    ) {
+        words if words.is_empty() => "Not started".to_owned(),
+        words => words,
     };
     let action_error = move || {
         [
@@ -148,6 +159,15 @@ fn Detail(
             let action = detail.task.action.clone();
             let finished = detail.task.workflow_status.is_terminal();
             view! { <Report action report finished /> }
+        })}
+        {can_cancel.then(|| view! {
+            <ActionForm action=cancel>
+                <input type="hidden" name="id" value=id.to_string() />
+                <button type="submit" class="danger" data-testid="cancel-task">"Cancel task"</button>
+            </ActionForm>
+        })}
+        {move || cancel.value().get().and_then(Result::err).map(|error| view! {
+            <p class="error" role="alert">{error.to_string()}</p>
         })}
         {detail.error_detail.map(|error| view! {
             <h2>"Error detail"</h2>

@@ -15,6 +15,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     concurrent_nodes_run_every_task_exactly_once,
     prefetching_nodes_run_every_task_exactly_once,
     run_at_is_never_early,
+    a_cancelled_future_task_leaves_the_next_one_due,
     claims_by_priority_then_fifo,
     paused_components_are_not_claimed,
     the_next_run_at_is_the_earliest_unpaused_task_of_any_priority,
@@ -158,6 +159,40 @@ async fn run_at_is_never_early(db: TestDatabase) {
         started_at >= run_at,
         "started at {started_at}, before run_at {run_at}"
     );
+}
+
+/// A task scheduled far ahead and abandoned before it started must not keep the producer
+/// from the next task due (the dashboard's Cancel does this).
+async fn a_cancelled_future_task_leaves_the_next_one_due(db: TestDatabase) {
+    let mut bundle = setup(db);
+    let mut registry = Registry::new();
+    registry.register("test.when", StartTime(Arc::default()));
+    let runtime = bundle.start("cancel-future", registry).await;
+    let tomorrow = bundle
+        .enqueue(new_task("test.when").with_run_at(Utc::now() + TimeDelta::days(1)))
+        .await;
+    assert!(
+        bundle
+            .store
+            .task_abandon(tomorrow.id, "cancelled", "sam")
+            .await
+            .unwrap()
+    );
+    bundle.assert_kept_tables_match_rows().await;
+    assert_eq!(bundle.store.task_next_run_at().await.unwrap(), None);
+    let soon = bundle
+        .enqueue(
+            new_task("test.when")
+                .with_run_at(Utc::now() + TimeDelta::seconds(2))
+                .with_priority(10),
+        )
+        .await;
+    assert_eq!(
+        bundle.store.task_next_run_at().await.unwrap(),
+        Some(soon.run_at)
+    );
+    bundle.wait_status(soon.id, TaskStatus::Completed).await;
+    runtime.shutdown(Duration::from_secs(5)).await;
 }
 
 /// Records when it started.

@@ -35,6 +35,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/tasks", get(tasks::list_tasks))
         .route("/tasks/{id}", get(tasks::get_task))
+        .route("/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/task-events", get(events::task_events))
         .route("/caseload/exports", post(bulk::post_export))
         .route("/caseload/exports/{id}/file", get(bulk::get_export_file))

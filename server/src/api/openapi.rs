@@ -22,6 +22,7 @@ use crate::web::SESSION_COOKIE;
     paths(
         tasks::list_tasks,
         tasks::get_task,
+        tasks::cancel_task,
         events::task_events,
         bulk::post_export,
         bulk::get_export_file,

@@ -5,7 +5,7 @@
 //! dashboard), and not the spec, which can hold thousands of ids.
 
 use app::api::ssr::AppState;
-use app::api::tasks::ssr_impl::{ListRequest, TaskViews, task_page, visible_task};
+use app::api::tasks::ssr_impl::{ListRequest, TaskViews, cancel, task_page, visible_task};
 use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -36,6 +36,31 @@ pub async fn get_task(
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
+    let task = visible_task(&state.store, &user.0, id).await?;
+    Ok(Json(view(task, &state).await?))
+}
+
+/// `POST /api/1/tasks/{id}/cancel`: stops a task that has not finished, the owner's own or,
+/// for admins, anyone's. A waiting task never starts; a running one stops at its next batch
+/// boundary, keeping what it committed. Either ends ABANDONED.
+#[utoipa::path(post, path = "/tasks/{id}/cancel", tag = "tasks",
+    params(("id" = String, Path, description = "The task's id (a UUID)")),
+    responses(
+        (status = 200, description = "Cancelled: the task as it is now", body = TaskView),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 404, description = "No such task, or not yours", body = ErrorBody),
+        (status = 409, description = "The task has already finished", body = ErrorBody),
+    ))]
+pub async fn cancel_task(
+    State(state): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, AppError> {
+    let id = parse_id(&id, "task")?;
+    if !cancel(&state.store, &user.0, id).await? {
+        return Err(AppError::Conflict("The task has already finished.".into()));
+    }
     let task = visible_task(&state.store, &user.0, id).await?;
     Ok(Json(view(task, &state).await?))
 }

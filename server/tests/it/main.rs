@@ -3,6 +3,7 @@
 
 mod bulk_actions;
 mod bulk_dashboard;
+mod cancel;
 mod caseload_search;
 mod cluster;
 mod crash_resume;
