@@ -1,7 +1,7 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
-//! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`]),
-//! the character rule all user text obeys ([`text`]), and numbers and quotes as people read
+//! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`]), a
+//! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
 //! them ([`words`]).
 //!
 //! The dashboard's WebAssembly build uses these exact types, so a status, an action name or
@@ -11,6 +11,7 @@
 pub mod actions;
 pub mod export;
 pub mod filter;
+pub mod node;
 pub mod people;
 pub mod requests;
 pub mod state;

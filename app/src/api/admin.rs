@@ -1,6 +1,7 @@
 //! Queue health and repair, for admins: counts, backlog age, nodes, paused actions, and the
 //! failed tasks with bulk retry/abandon.
 
+use bulkq_types::node::NodeState;
 use bulkq_types::task::TaskView;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,7 @@ pub struct NodeRow {
     pub tasks_running: i32,
     /// RFC 3339 time of a clean shutdown, or empty while it runs.
     pub stopped: String,
+    pub state: NodeState,
 }
 
 /// A periodic job of the cluster and its last run.
@@ -157,7 +159,7 @@ pub async fn set_action_paused(action: String, paused: bool) -> Result<(), AppEr
 
 #[cfg(feature = "ssr")]
 mod ssr_impl {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashMap};
 
     use caseload::users::{Role, StaffUser};
     use queue::{Page, TaskFilter, TaskSelector, TaskStatus};
@@ -183,6 +185,42 @@ mod ssr_impl {
             component: Some(action_name(action)?.to_owned()).filter(|a| !a.is_empty()),
             owner_id: None,
         })
+    }
+
+    /// The nodes with their state, by the rescuer's rule: a node is dead once silent for the
+    /// node timeout or replaced by a newer start of its system id.
+    fn node_rows(nodes: Vec<queue::Node>, now: chrono::DateTime<chrono::Utc>) -> Vec<NodeRow> {
+        let mut newest_start: HashMap<String, chrono::DateTime<chrono::Utc>> = HashMap::new();
+        for node in &nodes {
+            let newest = newest_start
+                .entry(node.system_id.clone())
+                .or_insert(node.started_date);
+            *newest = (*newest).max(node.started_date);
+        }
+        nodes
+            .into_iter()
+            .map(|node| {
+                let silent = now - node.heartbeat_date;
+                let replaced = newest_start[&node.system_id] > node.started_date;
+                NodeRow {
+                    state: NodeState::of(
+                        node.stopped_date.is_some(),
+                        replaced,
+                        silent.to_std().unwrap_or_default(),
+                        queue::runtime::NODE_TIMEOUT_DEFAULT,
+                    ),
+                    seconds_since_heartbeat: silent.num_seconds().max(0),
+                    started: node.started_date.to_rfc3339(),
+                    stopped: rfc3339(node.stopped_date),
+                    host: node.host.unwrap_or_default(),
+                    pid: node.pid,
+                    version: node.version.unwrap_or_default(),
+                    worker_slots: node.worker_slots,
+                    tasks_running: node.tasks_running,
+                    node_id: node.node_id,
+                }
+            })
+            .collect()
     }
 
     /// The first line of an error, which says what went wrong; the rest is on the task's page.
@@ -258,23 +296,7 @@ mod ssr_impl {
                 .await
                 .map_err(internal)?
                 .map(|due| (now - due).num_seconds().max(0)),
-            nodes: store
-                .node_list()
-                .await
-                .map_err(internal)?
-                .into_iter()
-                .map(|node| NodeRow {
-                    seconds_since_heartbeat: (now - node.heartbeat_date).num_seconds().max(0),
-                    started: node.started_date.to_rfc3339(),
-                    stopped: rfc3339(node.stopped_date),
-                    host: node.host.unwrap_or_default(),
-                    pid: node.pid,
-                    version: node.version.unwrap_or_default(),
-                    worker_slots: node.worker_slots,
-                    tasks_running: node.tasks_running,
-                    node_id: node.node_id,
-                })
-                .collect(),
+            nodes: node_rows(store.node_list().await.map_err(internal)?, now),
             periodic_jobs: store
                 .periodic_list()
                 .await

@@ -20,6 +20,11 @@ use crate::error::AppError;
 use crate::format;
 use crate::live::use_task_stream;
 
+/// How often at most the page refetches its report while task events stream in: a drain
+/// of thousands of tasks sends thousands of events, and each refetch is a server call that
+/// counts every table.
+const REFETCH_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Renders queue health.
 #[component]
 pub fn QueueHealthPage() -> impl IntoView {
@@ -40,7 +45,21 @@ pub fn QueueHealthPage() -> impl IntoView {
         },
         |(action, ..)| get_queue_health(action),
     );
-    use_task_stream(move |_| reload.update(|n| *n += 1));
+    // One refetch for however many events arrive within a second of the first.
+    let refetch_pending = StoredValue::new(false);
+    use_task_stream(move |_| {
+        if refetch_pending.get_value() {
+            return;
+        }
+        refetch_pending.set_value(true);
+        set_timeout(
+            move || {
+                refetch_pending.set_value(false);
+                reload.update(|n| *n += 1);
+            },
+            REFETCH_AT_MOST_EVERY,
+        );
+    });
     let actions = Actions {
         retry,
         abandon,
@@ -155,7 +174,11 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             view! {
                 <ul class="nodes">
                     {health.nodes.into_iter().map(|node| view! {
-                        <li>
+                        <li data-testid="node">
+                            <span class=format!("badge badge-{}", node.state.as_str().to_lowercase())>
+                                {node.state.as_str()}
+                            </span>
+                            " "
                             <code>{node.node_id}</code>
                             {format!(
                                 " on {} (pid {}, version {}): {} of {} slots busy, started {}, {}",

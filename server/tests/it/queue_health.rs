@@ -2,12 +2,16 @@ use axum::http::StatusCode;
 use caseload::users::Role;
 use migration::Migrator;
 use queue::testing::{TestDatabase, fast_config};
-use queue::{NewTask, Registry, Runtime, Store, TaskFilter, TaskStatus};
+use queue::{NewTask, NodeIdentity, Registry, Runtime, Store, TaskFilter, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-queue::backend_tests!(Migrator => only_admins_see_queue_health, admins_repair_failed_tasks_in_bulk);
+queue::backend_tests!(Migrator =>
+    only_admins_see_queue_health,
+    admins_repair_failed_tasks_in_bulk,
+    nodes_are_live_stopped_or_dead,
+);
 
 async fn only_admins_see_queue_health(db: TestDatabase) {
     let app = app(&db).await;
@@ -190,4 +194,55 @@ async fn staff_get_a_403_page(db: TestDatabase) {
     let (response, body) = send(&app, get("/admin/queue", Some(&admin))).await;
     assert_status(&response, &body, StatusCode::OK);
     assert!(body.contains("No failed tasks."), "{body}");
+}
+
+/// A node is LIVE while it heartbeats, STOPPED after a clean shutdown, and DEAD when silent
+/// for the node timeout or replaced by a newer start of its system id (the rescuer's rule).
+async fn nodes_are_live_stopped_or_dead(db: TestDatabase) {
+    let app = app(&db).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let cookie = sign_in_as(&app, "ada").await;
+    let store = Store::new(db.conn.clone());
+    let now = chrono::Utc::now();
+    let ago = |seconds| now - chrono::Duration::seconds(seconds);
+    let live = NodeIdentity::new("live", ago(60));
+    let stopped = NodeIdentity::new("stopped", ago(60));
+    let silent = NodeIdentity::new("silent", ago(600));
+    let replaced = NodeIdentity::new("restarted", ago(600));
+    let restarted = NodeIdentity::new("restarted", ago(5));
+    for (node, heartbeat) in [
+        (&live, now),
+        (&stopped, now),
+        (&silent, ago(120)),
+        (&replaced, now),
+        (&restarted, now),
+    ] {
+        store.node_heartbeat(node, 0, heartbeat).await.unwrap();
+    }
+    store
+        .node_mark_stopped(&stopped.node_id, now)
+        .await
+        .unwrap();
+
+    let (response, body) = send(
+        &app,
+        post_form("/api/queue_health", "action=", Some(&cookie)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    let health: Value = serde_json::from_str(&body).unwrap();
+    let state_of = |node: &NodeIdentity| {
+        health["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["node_id"] == node.node_id.as_str())
+            .map(|row| row["state"].clone())
+            .unwrap()
+    };
+    assert_eq!(state_of(&live), "LIVE");
+    assert_eq!(state_of(&stopped), "STOPPED");
+    assert_eq!(state_of(&silent), "DEAD");
+    assert_eq!(state_of(&replaced), "DEAD");
+    assert_eq!(state_of(&restarted), "LIVE");
 }
