@@ -135,11 +135,11 @@ pub mod ssr_impl {
         let app = state()?;
         let task = visible_task(&app.store, &user, id).await?;
         let history = app.store.task_history(id).await?;
-        let (retention, now) = (app.bulk.export_retention, app.store.clock().now());
+        let views = TaskViews::load(&app).await?;
         let export_file = (task.owner_id == user.id
             && task.execution_component_name == EXPORT
             && task.workflow_status == TaskStatus::Completed)
-            .then(|| export_file_of(&task, retention, now))
+            .then(|| views.export_file(&task))
             .flatten();
         Ok(TaskDetail {
             export_file,
@@ -156,7 +156,7 @@ pub mod ssr_impl {
                 })
                 .collect(),
             can_repair: is_admin,
-            task: TaskViews::load(&app).await?.view(task),
+            task: views.view(task),
         })
     }
 
@@ -200,25 +200,6 @@ pub mod ssr_impl {
         Ok(changed)
     }
 
-    /// A completed export's file: downloadable until its retention has passed.
-    fn export_file_of(
-        task: &Task,
-        retention: std::time::Duration,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Option<ExportFile> {
-        let expires = export_expires_at(task, retention)?;
-        Some(if expires <= now {
-            ExportFile::Expired {
-                at: expires.to_rfc3339(),
-            }
-        } else {
-            ExportFile::Available {
-                href: crate::api::bulk::export_file_href(task.id),
-                until: expires.to_rfc3339(),
-            }
-        })
-    }
-
     /// What turning tasks into the one view needs, read once per request: the export
     /// retention and the time (is an export's file still there to link to?), and the
     /// program statuses' names for the requests' summaries.
@@ -234,6 +215,22 @@ pub mod ssr_impl {
                 export_retention: state.bulk.export_retention,
                 now: state.store.clock().now(),
                 statuses: StatusNames::load(&state.db).await?,
+            })
+        }
+
+        /// A completed export's file: downloadable until its retention has passed, judged at
+        /// the same moment as the view's link to it.
+        fn export_file(&self, task: &Task) -> Option<ExportFile> {
+            let expires = export_expires_at(task, self.export_retention)?;
+            Some(if expires <= self.now {
+                ExportFile::Expired {
+                    at: expires.to_rfc3339(),
+                }
+            } else {
+                ExportFile::Available {
+                    href: crate::api::bulk::export_file_href(task.id),
+                    until: expires.to_rfc3339(),
+                }
             })
         }
 
