@@ -4,7 +4,9 @@
 // RSET, NOOP, QUIT. Every message is accepted and dropped, except that a message whose
 // Subject contains "[relay-fail]" is answered `451 4.3.0 relay busy, try again later` after
 // its DATA: a transient failure, so the server defers it and the queue retries the task
-// until it runs out of attempts. That gives the tests a task that really fails, with no
+// until it runs out of attempts. A message whose Subject contains "[relay-slow]" is accepted,
+// but only after 6 s, as a relay under load would: that keeps its task running long enough
+// for a test to cancel or requeue it. Both give the tests real behaviour of a relay, with no
 // test-only code in the server.
 import net from 'node:net';
 
@@ -15,6 +17,8 @@ if (!Number.isInteger(port) || port <= 0) {
 }
 
 const FAIL_MARK = '[relay-fail]';
+const SLOW_MARK = '[relay-slow]';
+const SLOW_MS = 6_000;
 
 /** The Subject header of a message (folded lines joined), or ''. */
 function subjectOf(lines) {
@@ -43,9 +47,11 @@ const server = net.createServer((socket) => {
       buffered = buffered.slice(newline + 2);
       if (message !== null) {
         if (line === '.') {
-          const failing = subjectOf(message).includes(FAIL_MARK);
+          const subject = subjectOf(message);
           message = null;
-          reply(failing ? '451 4.3.0 relay busy, try again later' : '250 2.0.0 accepted');
+          if (subject.includes(FAIL_MARK)) reply('451 4.3.0 relay busy, try again later');
+          else if (subject.includes(SLOW_MARK)) setTimeout(() => reply('250 2.0.0 accepted'), SLOW_MS);
+          else reply('250 2.0.0 accepted');
         } else {
           message.push(line.startsWith('.') ? line.slice(1) : line);
         }

@@ -2,7 +2,8 @@
 # `make bench`: the benchmark suite, on release builds, on SQLite and on the local
 # PostgreSQL (skipped, and said so, when none answers).
 #
-#   1. The queue (queue/examples/queue_bench): drain, latency and aged-table scenarios.
+#   1. The queue (queue/examples/queue_bench): drain, latency and aged-table scenarios;
+#      then the task explorer's views over a million retained tasks (explorer_bench).
 #   2. The caseload at scale (caseload/examples/scale): seed, search (200 mixed queries),
 #      export of everyone, email to everyone GRADUATED (~100,000), status change of
 #      everyone; each step in its own process, so each peak RSS is that step's own.
@@ -15,6 +16,7 @@
 #
 #   BENCH_PEOPLE=1000000   people in the bulk scenarios' caseload
 #   BENCH_QUEUE_ARGS=...   arguments for queue_bench (e.g. "--tasks 5000 --aged 100000")
+#   BENCH_EXPLORER_ARGS=... arguments for explorer_bench (e.g. "--tasks 100000 --runs 10")
 #   BENCH_SKIP_BULK=1      run only the queue scenarios
 #   BENCH_OFFICE_PEOPLE=100000 BENCH_OFFICE_SECONDS=60   size of "people under load"
 set -euo pipefail
@@ -36,7 +38,8 @@ collect() {
 
 step "release build of the benchmarks"
 cargo build --release --quiet --features queue/testing,caseload/testing \
-  -p queue --example queue_bench -p caseload --example scale -p server --example people_under_load
+  -p queue --example queue_bench --example explorer_bench -p caseload --example scale \
+  -p server --example people_under_load
 
 pg_server=$(scripts/postgres-url.sh)
 if [ -n "$pg_server" ]; then
@@ -48,6 +51,10 @@ fi
 step "queue: drain, latency, aged table"
 # shellcheck disable=SC2086 # BENCH_QUEUE_ARGS is a list of arguments
 collect target/release/examples/queue_bench ${BENCH_QUEUE_ARGS:-}
+
+step "the task explorer: its views over 1,000,000 retained tasks"
+# shellcheck disable=SC2086 # BENCH_EXPLORER_ARGS is a list of arguments
+collect target/release/examples/explorer_bench ${BENCH_EXPLORER_ARGS:-}
 
 if [ -z "${BENCH_SKIP_BULK:-}" ]; then
   urls=("sqlite://$PWD/$out/bulk.db?mode=rwc")

@@ -54,9 +54,45 @@ fn cut_time(rfc3339: &str, end: usize) -> String {
     }
 }
 
+/// A running task's pace and what is left at that pace: `1,250 people/s · about 2 min
+/// left`. `None` until there is a pace to speak of (nothing done yet, or under a second in).
+pub fn pace(done: i64, total: Option<i64>, elapsed_seconds: f64) -> Option<String> {
+    if done <= 0 || elapsed_seconds < 1.0 {
+        return None;
+    }
+    let per_second = done as f64 / elapsed_seconds;
+    let rate = if per_second >= 10.0 {
+        format!("{} people/s", count(per_second.round() as u64))
+    } else {
+        format!("{per_second:.1} people/s")
+    };
+    Some(match total {
+        Some(total) if total > done => {
+            let left = ((total - done) as f64 / per_second).ceil() as i64;
+            format!("{rate} · about {} left", duration(left))
+        }
+        _ => rate,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{bytes, countdown, minute, second};
+
+    #[test]
+    fn pace_says_the_rate_and_the_time_left() {
+        assert_eq!(
+            super::pace(5_000, Some(20_000), 4.0).as_deref(),
+            Some("1,250 people/s · about 12 s left")
+        );
+        assert_eq!(
+            super::pace(3, Some(100), 2.0).as_deref(),
+            Some("1.5 people/s · about 1 min left")
+        );
+        assert_eq!(super::pace(10, None, 1.0).as_deref(), Some("10 people/s"));
+        assert_eq!(super::pace(0, Some(10), 30.0), None);
+        assert_eq!(super::pace(10, Some(10), 0.5), None);
+    }
 
     #[test]
     fn durations_read_naturally() {

@@ -17,6 +17,7 @@ pub mod format;
 pub mod live;
 pub mod local_time;
 pub mod pages;
+pub mod theme;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
@@ -24,8 +25,12 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
 use crate::pages::{
-    caseload::CaseloadPage, my_tasks::MyTasksPage, not_found::NotFound,
-    queue_health::QueueHealthPage, sign_in::SignInPage, task_detail::TaskDetailPage,
+    caseload::CaseloadPage,
+    not_found::NotFound,
+    queue_health::QueueHealthPage,
+    sign_in::SignInPage,
+    task_detail::TaskDetailPage,
+    tasks::{AllTasksPage, MyTasksPage},
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -34,7 +39,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     content_security_policy();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang="en" data-theme=theme::current().attribute()>
             <head>
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
@@ -84,6 +89,7 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=CaseloadPage />
                 <Route path=StaticSegment("login") view=SignInPage />
                 <Route path=StaticSegment("tasks") view=MyTasksPage />
+                <Route path=(StaticSegment("admin"), StaticSegment("tasks")) view=AllTasksPage />
                 // Rendered whole before anything is sent, so a staff visitor's 403 can still
                 // set the status (a streamed page would already have sent 200).
                 <Route

@@ -30,6 +30,34 @@ pub fn use_task_stream(on_message: impl Fn(LiveMessage) + Clone + 'static) {
     });
 }
 
+/// How often at most a page refetches what task events changed: a drain of thousands of
+/// tasks sends thousands of events, and each refetch is a server call.
+pub const REFETCH_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A trigger that runs `action` at most once per `every`: the first call schedules it and
+/// the calls until it has run are absorbed. Task events can arrive by the thousand during a
+/// drain, and a page that refetched on each would make a server call per event.
+pub fn coalesced(
+    every: std::time::Duration,
+    action: impl Fn() + Clone + 'static,
+) -> impl Fn() + Clone + 'static {
+    let pending = StoredValue::new(false);
+    move || {
+        if pending.get_value() {
+            return;
+        }
+        pending.set_value(true);
+        let action = action.clone();
+        set_timeout(
+            move || {
+                pending.set_value(false);
+                action();
+            },
+            every,
+        );
+    }
+}
+
 #[cfg(feature = "hydrate")]
 mod browser {
     use send_wrapper::SendWrapper;

@@ -145,6 +145,17 @@ impl CsvExport {
         self.rows >= self.options.row_cap
     }
 
+    /// Drops what was written after `to` (a batch that never committed): the file ends
+    /// where its last checkpoint says, as a resumed attempt would cut it.
+    pub fn cut_back(&mut self, to: ExportProgress) -> Result<(), CaseloadError> {
+        self.writer.flush()?;
+        let file = self.writer.get_ref();
+        file.set_len(to.bytes)?;
+        file.sync_data()?;
+        self.rows = to.rows;
+        Ok(())
+    }
+
     /// Flushes and syncs everything written so far and says how far that is.
     pub fn checkpoint(&mut self) -> Result<ExportProgress, CaseloadError> {
         self.writer.flush()?;

@@ -155,6 +155,15 @@ pub async fn find_user<C: ConnectionTrait>(
         .transpose()
 }
 
+/// The id of the user with this username, if there is one: who a task list's owner filter
+/// names.
+pub async fn user_id_by_username<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+) -> Result<Option<Uuid>, CaseloadError> {
+    Ok(find_by_username(db, username).await?.map(|row| row.id))
+}
+
 /// How many staff users exist (the demo set-up creates its users only into an empty table).
 pub async fn count_users<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
     use sea_orm::PaginatorTrait;

@@ -77,7 +77,7 @@ test('an email the relay keeps deferring fails; an admin retries it and abandons
   await hydrated(admin);
   await row.getByRole('checkbox').check();
   await admin.getByRole('button', { name: 'Retry 1 task' }).click();
-  await expect(admin.getByTestId('repair-result')).toHaveText('Retried 1 tasks (0 skipped).');
+  await expect(admin.getByTestId('repair-result')).toHaveText('Retried 1 task (0 skipped).');
 
   await admin.goto(`/tasks/${failing}`);
   await hydrated(admin);

@@ -52,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261124_000090_steady_plans::Migration),
             Box::new(queue::schema::m20261125_000100_crash_count::Migration),
             Box::new(queue::schema::m20261125_000110_unique_key_lookup::Migration),
+            Box::new(queue::schema::m20261126_000120_periodic_controls::Migration),
         ]
     }
 }

@@ -27,7 +27,7 @@
 //!    │              └─────── HandBack: shutdown (attempt not spent) ◄───────────────────┤
 //!    │                                                                                  ├─► FAILURE
 //!    │                                                                                  └─► ERROR
-//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED
+//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED, or a stalled SCHEDULING / EXECUTING
 //!        Abandon (admin): QUEUED / SCHEDULING / EXECUTING / FAILURE / ERROR ──► ABANDONED
 //! ```
 //!
@@ -116,5 +116,5 @@ pub use store::{
 };
 pub use task::{
     BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,
-    StatusCount, Task, TaskEvent, TaskFilter, TaskSelector,
+    StatusCount, Task, TaskCursor, TaskEvent, TaskFilter, TaskListPage, TaskSelector,
 };

@@ -14,9 +14,14 @@
 //! here (rescue, pruning, reports) wants the current state dealt with, not a burst of stale
 //! runs.
 //!
-//! A run also holds the scheduler lock `periodic:<name>` (at most
-//! [`PeriodicJob::lock_at_most_for`]), so a run that outlives its interval is not overlapped
-//! by the next due time on another node: that due time is recorded as skipped instead.
+//! A run also holds the scheduler lock `periodic:<name>`, with ShedLock's semantics: taken
+//! for [`PeriodicJob::lock_at_most_for`] and extended by that much again while the run
+//! lasts, so a run that outlives its interval is not overlapped by the next due time on
+//! another node; and kept after the run until [`PeriodicJob::lock_at_least_for`] from its
+//! start, so a quick job is not run again by a node whose clock is a little behind. A due
+//! time that finds the lock held is recorded as skipped (counted, with its time).
+//!
+//! Admins can pause and resume a job, and make it due now (see `Store::periodic_run_now`).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -100,6 +105,11 @@ fn humanize(duration: Duration) -> String {
     }
 }
 
+/// The scheduler lock the runs of job `name` hold.
+pub(crate) fn lock_name(name: &str) -> String {
+    format!("periodic:{name}")
+}
+
 /// What a run of a periodic job gets.
 pub struct PeriodicContext {
     pub store: Store,
@@ -121,9 +131,11 @@ pub trait PeriodicTask: Send + Sync + 'static {
 pub struct PeriodicJob {
     pub name: String,
     pub schedule: Schedule,
-    /// How long a run may hold the job's scheduler lock: a bound on how long a run that
-    /// died keeps the next due times from running.
+    /// How long a run holds the job's scheduler lock before it must extend it: a bound on
+    /// how long a run that died keeps the next due times from running.
     pub lock_at_most_for: Duration,
+    /// How long after its start a run keeps the lock even when it finished sooner.
+    pub lock_at_least_for: Duration,
     pub task: Arc<dyn PeriodicTask>,
 }
 
@@ -131,13 +143,25 @@ impl PeriodicJob {
     /// Default [`PeriodicJob::lock_at_most_for`].
     pub const LOCK_AT_MOST_DEFAULT: Duration = Duration::from_secs(600);
 
+    /// A job holding its lock for at most [`Self::LOCK_AT_MOST_DEFAULT`] (extended while a
+    /// run lasts) and no longer than its run.
     pub fn new(name: impl Into<String>, schedule: Schedule, task: impl PeriodicTask) -> Self {
         Self {
             name: name.into(),
             schedule,
             lock_at_most_for: Self::LOCK_AT_MOST_DEFAULT,
+            lock_at_least_for: Self::LOCK_AT_LEAST_DEFAULT,
             task: Arc::new(task),
         }
+    }
+
+    /// Default [`PeriodicJob::lock_at_least_for`].
+    pub const LOCK_AT_LEAST_DEFAULT: Duration = Duration::ZERO;
+
+    /// Keeps the lock for half of `interval` after a run's start: a node whose clock lags
+    /// cannot run the job again within that, and the next due time finds it free.
+    pub fn with_lock_at_least_half_of(self, interval: Duration) -> Self {
+        self.with_lock_at_least_for(interval / 2)
     }
 
     pub fn with_lock_at_most_for(mut self, duration: Duration) -> Self {
@@ -145,9 +169,20 @@ impl PeriodicJob {
         self
     }
 
+    pub fn with_lock_at_least_for(mut self, duration: Duration) -> Self {
+        self.lock_at_least_for = duration;
+        self
+    }
+
+    /// How often a run extends its lock: three times per `lock_at_most_for`, so one slow
+    /// extension does not let the lock lapse.
+    pub(crate) fn lock_extension_every(&self) -> Duration {
+        (self.lock_at_most_for / 3).max(Duration::from_millis(10))
+    }
+
     /// The scheduler lock a run holds.
     pub(crate) fn lock_name(&self) -> String {
-        format!("periodic:{}", self.name)
+        lock_name(&self.name)
     }
 }
 

@@ -4,6 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use bulkq_types::task_query::TaskCursor;
+
 use crate::state::TaskStatus;
 
 pub use crate::store::entity::component_pause::Model as PausedComponent;
@@ -101,13 +103,40 @@ pub struct TaskFilter {
     pub statuses: Vec<TaskStatus>,
     pub component: Option<String>,
     pub owner_id: Option<Uuid>,
+    /// Created at or after this.
+    pub created_from: Option<DateTime<Utc>>,
+    /// Created before this.
+    pub created_until: Option<DateTime<Utc>>,
+    /// Only this task.
+    pub id: Option<Uuid>,
 }
 
-/// A page of a list, newest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A page of a list, newest first: the `limit` tasks after `before` (from the newest when
+/// absent). A mark, not an offset, so a page costs the same however deep it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
-    pub offset: u64,
+    pub before: Option<TaskCursor>,
     pub limit: u64,
+}
+
+impl Page {
+    /// The newest `limit` tasks.
+    pub fn first(limit: u64) -> Self {
+        Page {
+            before: None,
+            limit,
+        }
+    }
+}
+
+/// A page of a task list: the tasks, newest first, how many match in all (`total`, counted
+/// up to a cap; `more` when more match), and where the next page starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskListPage {
+    pub tasks: Vec<Task>,
+    pub total: u64,
+    pub more: bool,
+    pub next: Option<TaskCursor>,
 }
 
 /// The tasks an admin operation applies to.

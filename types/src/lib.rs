@@ -1,6 +1,6 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
-//! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`]), a
+//! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
 //! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
 //! them ([`words`]).
 //!
@@ -16,6 +16,7 @@ pub mod people;
 pub mod requests;
 pub mod state;
 pub mod task;
+pub mod task_query;
 pub mod text;
 pub mod words;
 

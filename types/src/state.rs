@@ -14,7 +14,7 @@
 //!    │                                                                                  │             attempts exhausted)
 //!    │                                                                                  └─► ERROR    (the queue itself
 //!    │                                                                                                failed: unknown component)
-//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED
+//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED, or a stalled SCHEDULING / EXECUTING
 //!        Abandon (admin): QUEUED / SCHEDULING / EXECUTING / FAILURE / ERROR ──► ABANDONED
 //! ```
 //!
@@ -119,11 +119,6 @@ impl TaskStatus {
         Self::TERMINAL.contains(&self)
     }
 
-    /// Whether an administrator may put a task in this status back in the queue.
-    pub fn can_requeue(self) -> bool {
-        Transition::Requeue.allowed_from().contains(&self)
-    }
-
     /// Whether the task's owner (or an admin) may cancel it: it has not finished yet. A
     /// cancel is an abandon the owner may make.
     pub fn can_cancel(self) -> bool {
@@ -163,6 +158,8 @@ pub enum Transition {
     /// An administrator gave up on the task: → `Abandoned`.
     Abandon { reason: String },
     /// An administrator asked for another go: → `Queued` now, with a fresh attempt budget.
+    /// From a running status it takes the task back from its node at once, as the rescuer
+    /// would once the node's heartbeat stops: for a stalled task whose node still beats.
     Requeue,
 }
 
@@ -194,6 +191,8 @@ impl Transition {
                 TaskStatus::Error,
             ],
             Self::Requeue => &[
+                TaskStatus::Scheduling,
+                TaskStatus::Executing,
                 TaskStatus::Failure,
                 TaskStatus::Error,
                 TaskStatus::Abandoned,

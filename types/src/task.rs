@@ -63,6 +63,106 @@ impl TaskView {
     }
 }
 
+/// What a person may do to tasks from a list or a task's page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TaskAct {
+    /// Stop an unfinished task: a waiting one never starts, a running one stops at its
+    /// next batch boundary. Owners may cancel their own; admins anyone's.
+    Cancel,
+    /// Put a task that ended badly back in the queue with a fresh attempt budget (admins).
+    Retry,
+    /// Take a running task back from its node at once, without waiting for the rescuer to
+    /// judge the node dead (admins): for a stalled task.
+    Requeue,
+    /// Give up on a task that has not completed, with a reason (admins).
+    Abandon,
+}
+
+impl TaskAct {
+    pub const ALL: [TaskAct; 4] = [Self::Cancel, Self::Retry, Self::Requeue, Self::Abandon];
+
+    /// Whether a task in `status` is one this act moves.
+    pub fn applies_to(self, status: TaskStatus) -> bool {
+        match self {
+            Self::Cancel => status.can_cancel(),
+            Self::Retry => status.is_problem(),
+            Self::Requeue => TaskStatus::RUNNING.contains(&status),
+            Self::Abandon => status.can_abandon(),
+        }
+    }
+
+    /// Its name on the wire (`cancel`, `retry`, …), as a form field carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancel => "cancel",
+            Self::Retry => "retry",
+            Self::Requeue => "requeue",
+            Self::Abandon => "abandon",
+        }
+    }
+
+    /// Whether only administrators may do it.
+    pub fn admins_only(self) -> bool {
+        self != Self::Cancel
+    }
+
+    /// The button's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Cancel => "Cancel",
+            Self::Retry => "Retry",
+            Self::Requeue => "Requeue now",
+            Self::Abandon => "Abandon",
+        }
+    }
+
+    /// What a person reads after it moved `n` tasks: "Retried 3 tasks".
+    pub fn done_words(self, n: u64) -> String {
+        let verb = match self {
+            Self::Cancel => "Cancelled",
+            Self::Retry => "Retried",
+            Self::Requeue => "Requeued",
+            Self::Abandon => "Abandoned",
+        };
+        format!("{verb} {}", crate::words::plural(n, "task", "tasks"))
+    }
+}
+
+/// Which tasks an act applies to: rows a person ticked, or every task a list's filters
+/// match however many pages they fill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSelection {
+    /// Up to 1,000 task ids.
+    Ids(Vec<Uuid>),
+    /// Every task the filters match (`before` and `limit` are ignored).
+    Matching(crate::task_query::TaskQuery),
+}
+
+/// An act on a selection of tasks, as the dashboard and `POST /api/1/tasks/act` send it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ActRequest {
+    pub act: TaskAct,
+    pub selection: TaskSelection,
+    /// Why, for an abandon (1 to 500 characters); ignored otherwise.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// What an act did: how many tasks it moved, and how many selected ones it left alone (in
+/// a status it does not apply to, or already moved by someone else).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ActOutcome {
+    pub changed: usize,
+    pub skipped: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +190,36 @@ mod tests {
                 file: file.map(str::to_owned),
             },
         }
+    }
+
+    #[test]
+    fn each_act_moves_the_statuses_it_names() {
+        let moved = |act: TaskAct| -> Vec<&str> {
+            TaskStatus::ALL
+                .into_iter()
+                .filter(|status| act.applies_to(*status))
+                .map(TaskStatus::as_str)
+                .collect()
+        };
+        assert_eq!(
+            moved(TaskAct::Cancel),
+            ["QUEUED", "SCHEDULING", "EXECUTING"]
+        );
+        assert_eq!(moved(TaskAct::Retry), ["FAILURE", "ERROR", "ABANDONED"]);
+        assert_eq!(moved(TaskAct::Requeue), ["SCHEDULING", "EXECUTING"]);
+        assert_eq!(
+            moved(TaskAct::Abandon),
+            ["QUEUED", "SCHEDULING", "EXECUTING", "FAILURE", "ERROR"]
+        );
+        for act in TaskAct::ALL {
+            assert_eq!(
+                serde_json::to_value(act).expect("serializable"),
+                act.as_str(),
+                "the wire name is the serde name"
+            );
+        }
+        assert!(!TaskAct::Cancel.admins_only());
+        assert!(TaskAct::Requeue.admins_only());
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Queue health and repair, for admins: counts, backlog age, nodes, paused actions, and the
-//! failed tasks with bulk retry/abandon.
+//! failed tasks to retry or abandon (through [`crate::api::tasks::act_on_tasks`]).
 
+use bulkq_types::TaskStatus;
 use bulkq_types::node::NodeState;
 use bulkq_types::task::TaskView;
+use bulkq_types::task_query::TaskQuery;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::error::AppError;
 
@@ -15,8 +16,6 @@ pub const THROUGHPUT_MINUTES: usize = 60;
 pub const STALLED_AFTER_MINUTES: i64 = 15;
 /// Failed tasks listed at once; the rest are reached with "all matching".
 pub const PROBLEMS_SHOWN: u64 = 50;
-/// The most task ids one bulk request may name.
-pub const MAX_BULK_IDS: usize = 1_000;
 
 /// One action's tasks by status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +44,7 @@ pub struct NodeRow {
 
 /// A periodic job of the cluster and its last run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct PeriodicJobRow {
     pub name: String,
     pub schedule: String,
@@ -55,6 +55,15 @@ pub struct PeriodicJobRow {
     /// `ok`, `failed: …`, `skipped: …`, or empty while running / before the first run.
     pub last_result: String,
     pub last_node: String,
+    pub paused: bool,
+    /// Its scheduler lock's bounds in seconds: held at most this long without extension…
+    pub lock_at_most_seconds: i64,
+    /// …and at least this long after a run's start.
+    pub lock_at_least_seconds: i64,
+    /// Due times that found its lock held.
+    pub skipped_runs: i64,
+    /// RFC 3339 time of the last of them, or empty.
+    pub last_skipped: String,
 }
 
 /// A scheduler lock held right now.
@@ -110,81 +119,76 @@ pub struct QueueHealth {
 }
 
 /// What a bulk repair did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RepairResult {
-    pub changed: usize,
-    pub skipped: usize,
-}
-
 /// Queue health; `action` narrows the failed-task list to one action (empty for all).
 #[server(endpoint = "queue_health")]
 pub async fn get_queue_health(#[server(default)] action: String) -> Result<QueueHealth, AppError> {
     crate::api::ssr::respond(ssr_impl::health(action)).await
 }
 
-/// Retries the failed tasks named by `ids`, or, with `all_matching`, every FAILURE/ERROR task
-/// (of `action`, if given) however many there are.
-#[server(endpoint = "retry_tasks")]
-pub async fn retry_tasks(
-    // An empty list is left out of the encoded request, so it must default.
-    #[server(default)] ids: Vec<Uuid>,
-    all_matching: bool,
-    #[server(default)] action: String,
-) -> Result<RepairResult, AppError> {
-    crate::api::ssr::respond(ssr_impl::repair_many(ids, all_matching, action, None)).await
-}
-
-/// Abandons tasks, selected as for [`retry_tasks`], giving `reason`.
-#[server(endpoint = "abandon_tasks")]
-pub async fn abandon_tasks(
-    #[server(default)] ids: Vec<Uuid>,
-    all_matching: bool,
-    #[server(default)] action: String,
-    reason: String,
-) -> Result<RepairResult, AppError> {
-    crate::api::ssr::respond(ssr_impl::repair_many(
-        ids,
-        all_matching,
-        action,
-        Some(reason),
-    ))
+/// Stops (or resumes) claiming tasks of one action on every node; queued tasks wait.
+/// Makes a periodic job due now: this node runs it within moments (unless paused).
+#[server(endpoint = "run_periodic_job")]
+pub async fn run_periodic_job(name: String) -> Result<(), AppError> {
+    use crate::api::ssr::{require_user, respond, state};
+    respond(
+        async move { ssr_impl::run_periodic_now(&state()?, require_user().await?, &name).await },
+    )
     .await
 }
 
-/// Stops (or resumes) claiming tasks of one action on every node; queued tasks wait.
+/// Pauses a periodic job (no node runs it) or resumes it.
+#[server(endpoint = "set_periodic_paused")]
+pub async fn set_periodic_paused(name: String, paused: bool) -> Result<(), AppError> {
+    use crate::api::ssr::{require_user, respond, state};
+    respond(async move {
+        ssr_impl::set_periodic_paused(&state()?, require_user().await?, &name, paused).await
+    })
+    .await
+}
+
 #[server(endpoint = "set_action_paused")]
 pub async fn set_action_paused(action: String, paused: bool) -> Result<(), AppError> {
     crate::api::ssr::respond(ssr_impl::set_paused(action, paused)).await
 }
 
+/// The failed list's tasks: FAILURE and ERROR, of one action or (empty) all. The page's
+/// "all matching" selection and the server's list are this one query.
+pub fn problems_query(action: &str) -> TaskQuery {
+    TaskQuery {
+        status: Some(format!(
+            "{},{}",
+            TaskStatus::Failure.as_str(),
+            TaskStatus::Error.as_str()
+        )),
+        action: Some(action.to_owned()).filter(|action| !action.is_empty()),
+        ..TaskQuery::default()
+    }
+}
+
 #[cfg(feature = "ssr")]
-mod ssr_impl {
+pub mod ssr_impl {
     use std::collections::{BTreeMap, HashMap};
 
     use caseload::users::{Role, StaffUser};
-    use queue::{Page, TaskFilter, TaskSelector, TaskStatus};
+    use queue::Page;
 
     use super::*;
     use caseload::actions::export_files::exports_disk_use;
 
-    use crate::api::ssr::{self, AppState, action_name, internal, require_user, state};
-    use crate::api::tasks::ssr_impl::TaskViews;
+    use crate::api::ssr::{AppState, action_name, internal, require_user, state};
+    use crate::api::tasks::ssr_impl::{TaskViews, task_filter};
 
     async fn require_admin() -> Result<StaffUser, AppError> {
-        let user = require_user().await?;
+        admin_only(require_user().await?)
+    }
+
+    /// `user`, if an admin.
+    pub fn admin_only(user: StaffUser) -> Result<StaffUser, AppError> {
         if user.role == Role::Admin {
             Ok(user)
         } else {
             Err(AppError::forbidden())
         }
-    }
-
-    fn problem_filter(action: &str) -> Result<TaskFilter, AppError> {
-        Ok(TaskFilter {
-            statuses: vec![TaskStatus::Failure, TaskStatus::Error],
-            component: Some(action_name(action)?.to_owned()).filter(|a| !a.is_empty()),
-            owner_id: None,
-        })
     }
 
     /// The nodes with their state, by the rescuer's rule: a node is dead once silent for the
@@ -236,9 +240,13 @@ mod ssr_impl {
     }
 
     pub async fn health(action: String) -> Result<QueueHealth, AppError> {
-        require_admin().await?;
+        let admin = require_admin().await?;
         let app = state()?;
         let views = TaskViews::load(&app).await?;
+        let search = problems_query(action_name(&action)?)
+            .check()
+            .map_err(AppError::invalid_fields)?;
+        let filter = task_filter(&app, &admin, &search).await?;
         let AppState { store, bulk, .. } = app;
         let exports = exports_disk_use(&bulk.exports_dir).map_err(internal)?;
         let now = store.clock().now();
@@ -264,15 +272,8 @@ mod ssr_impl {
                 totals[i] += count.count;
             }
         }
-        let filter = problem_filter(&action)?;
         let problems = store
-            .task_list(
-                &filter,
-                Page {
-                    offset: 0,
-                    limit: PROBLEMS_SHOWN,
-                },
-            )
+            .task_list(&filter, Page::first(PROBLEMS_SHOWN))
             .await
             .map_err(internal)?;
         Ok(QueueHealth {
@@ -297,20 +298,7 @@ mod ssr_impl {
                 .map_err(internal)?
                 .map(|due| (now - due).num_seconds().max(0)),
             nodes: node_rows(store.node_list().await.map_err(internal)?, now),
-            periodic_jobs: store
-                .periodic_list()
-                .await
-                .map_err(internal)?
-                .into_iter()
-                .map(|job| PeriodicJobRow {
-                    next_run: rfc3339(job.next_run_at),
-                    last_run: rfc3339(job.last_started_at),
-                    last_result: job.last_result.unwrap_or_default(),
-                    last_node: job.last_node.unwrap_or_default(),
-                    name: job.name,
-                    schedule: job.schedule,
-                })
-                .collect(),
+            periodic_jobs: periodic_rows(&store).await?,
             locks: store
                 .lock_list_held()
                 .await
@@ -349,37 +337,73 @@ mod ssr_impl {
         })
     }
 
-    pub async fn repair_many(
-        ids: Vec<Uuid>,
-        all_matching: bool,
-        action: String,
-        abandon_reason: Option<String>,
-    ) -> Result<RepairResult, AppError> {
-        let admin = require_admin().await?;
-        let selector = if all_matching {
-            TaskSelector::Filter(problem_filter(&action)?)
-        } else if ids.is_empty() || ids.len() > MAX_BULK_IDS {
-            return Err(AppError::invalid(format!(
-                "Select between 1 and {MAX_BULK_IDS} tasks, or all matching."
-            )));
-        } else {
-            TaskSelector::Ids(ids)
-        };
-        let store = state()?.store;
-        let outcome = match abandon_reason {
-            None => store.task_retry_many(&selector, &admin.username).await,
-            Some(reason) => {
-                store
-                    .task_abandon_many(&selector, ssr::abandon_reason(&reason)?, &admin.username)
-                    .await
-            }
+    /// The cluster's periodic jobs, by name.
+    pub async fn periodic_rows(store: &queue::Store) -> Result<Vec<PeriodicJobRow>, AppError> {
+        Ok(store
+            .periodic_list()
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|job| PeriodicJobRow {
+                next_run: rfc3339(job.next_run_at),
+                last_run: rfc3339(job.last_started_at),
+                last_result: job.last_result.unwrap_or_default(),
+                last_node: job.last_node.unwrap_or_default(),
+                paused: job.paused,
+                lock_at_most_seconds: job.lock_at_most_ms.unwrap_or_default() / 1000,
+                lock_at_least_seconds: job.lock_at_least_ms.unwrap_or_default() / 1000,
+                skipped_runs: job.skipped_runs,
+                last_skipped: rfc3339(job.last_skipped_at),
+                name: job.name,
+                schedule: job.schedule,
+            })
+            .collect())
+    }
+
+    /// Makes periodic job `name` due now (admins); 409 when there is no such job or it
+    /// is paused.
+    pub async fn run_periodic_now(
+        app: &AppState,
+        user: StaffUser,
+        name: &str,
+    ) -> Result<(), AppError> {
+        let admin = admin_only(user)?;
+        let name = action_name(name)?;
+        if !app.store.periodic_run_now(name).await.map_err(internal)? {
+            return Err(AppError::Conflict(
+                "No periodic job is called that, or it is paused: resume it first.".into(),
+            ));
         }
-        .map_err(internal)?;
-        tracing::info!(admin = %admin.username, changed = outcome.changed.len(), "bulk repair");
-        Ok(RepairResult {
-            changed: outcome.changed.len(),
-            skipped: outcome.skipped.len(),
-        })
+        tracing::info!(admin = %admin.username, job = name, "periodic job run now");
+        Ok(())
+    }
+
+    /// Pauses or resumes periodic job `name` (admins); 404 when there is no such job.
+    pub async fn set_periodic_paused(
+        app: &AppState,
+        user: StaffUser,
+        name: &str,
+        paused: bool,
+    ) -> Result<(), AppError> {
+        let admin = admin_only(user)?;
+        let name = action_name(name)?;
+        let store = &app.store;
+        let changed = store
+            .periodic_set_paused(name, paused)
+            .await
+            .map_err(internal)?;
+        if !changed
+            && !store
+                .periodic_list()
+                .await
+                .map_err(internal)?
+                .iter()
+                .any(|job| job.name == name)
+        {
+            return Err(AppError::NotFound("Periodic job".into()));
+        }
+        tracing::info!(admin = %admin.username, job = name, paused, changed, "periodic job pause changed");
+        Ok(())
     }
 
     pub async fn set_paused(action: String, paused: bool) -> Result<(), AppError> {

@@ -1,29 +1,17 @@
 //! The signed-in user's tasks, and the live updates that keep their list current.
 
 use bulkq_types::TaskStatus;
-use bulkq_types::task::TaskView;
+use bulkq_types::task::{ActOutcome, ActRequest, TaskAct, TaskView};
+use bulkq_types::task_query::{TaskPage, TaskQuery};
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::AppError;
 
-/// Tasks per page of "My tasks".
-pub const TASKS_PAGE_SIZE: u64 = 25;
-
-/// The most tasks one list request returns.
-pub const MAX_LIST_LIMIT: u64 = 200;
-
-/// The furthest a list may start: more than any node keeps (finished tasks are pruned), and
-/// within what both databases accept as an offset.
-pub const MAX_LIST_OFFSET: u64 = 10_000_000;
-
-/// A page of tasks, newest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskPage {
-    pub tasks: Vec<TaskView>,
-    pub total: u64,
-}
+/// The most ticked tasks one act takes (a filter takes any number).
+pub const MAX_ACT_IDS: usize = 1_000;
 
 /// A change to a task as the live stream (`/api/1/task-events`) sends it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,73 +22,99 @@ pub struct TaskUpdate {
     pub progress_total: Option<i64>,
 }
 
-/// The signed-in user's tasks, newest first, one page at a time (from 0).
-#[server(endpoint = "my_tasks")]
-pub async fn list_my_tasks(page: u64) -> Result<TaskPage, AppError> {
-    crate::api::ssr::respond(ssr_impl::my_tasks(page)).await
+/// A page of the tasks the signed-in user may see (their own, or anyone's for an admin),
+/// newest first, narrowed by the query's filters.
+#[server(endpoint = "list_tasks", input = Json)]
+pub async fn list_tasks(query: TaskQuery) -> Result<TaskPage, AppError> {
+    use crate::api::ssr::{require_user, respond, state};
+    respond(async move { ssr_impl::task_page(&state()?, &require_user().await?, &query).await })
+        .await
+}
+
+/// Cancels, retries, requeues or abandons the selected tasks.
+#[server(endpoint = "act_on_tasks", input = Json)]
+pub async fn act_on_tasks(request: ActRequest) -> Result<ActOutcome, AppError> {
+    use crate::api::ssr::{require_user, respond, state};
+    respond(async move { ssr_impl::act(&state()?, &require_user().await?, request).await }).await
 }
 
 #[cfg(feature = "ssr")]
 pub mod ssr_impl {
     use bulkq_types::actions::EXPORT;
-    use bulkq_types::task::TaskLinks;
+    use bulkq_types::task::{TaskLinks, TaskSelection};
+    use bulkq_types::task_query::{COUNT_CAP, TaskSearch};
     use caseload::actions::export_files::{export_expired, export_expires_at};
     use caseload::actions::summary::{StatusNames, summarize};
-    use caseload::users::StaffUser;
-    use queue::{Page, Store, Task, TaskFilter};
+    use caseload::users::{Role, StaffUser};
+    use queue::{BulkOutcome, Page, Store, Task, TaskFilter, TaskSelector};
 
     use super::*;
-    use crate::api::ssr::{AppState, abandon_reason, require_user, state};
+    use crate::api::ssr::{AppState, abandon_reason, internal, require_user, state};
 
-    /// Which tasks a list shows; the dashboard and the JSON API both ask through
-    /// [`task_page`].
-    #[derive(Debug, Clone, Copy, Default)]
-    pub struct ListRequest {
-        /// Only the user's own tasks; staff only ever see their own.
-        pub only_mine: bool,
-        pub status: Option<TaskStatus>,
-        /// How many of the newest tasks to skip, at most [`MAX_LIST_OFFSET`].
-        pub offset: u64,
-        /// From 1 to [`MAX_LIST_LIMIT`].
-        pub limit: u64,
+    /// A page of the tasks `user` may see, as both doors answer a list.
+    pub async fn task_page(
+        app: &AppState,
+        user: &StaffUser,
+        query: &TaskQuery,
+    ) -> Result<TaskPage, AppError> {
+        let search = query.check().map_err(AppError::invalid_fields)?;
+        let filter = task_filter(app, user, &search).await?;
+        let page = Page {
+            before: search.before,
+            limit: search.limit,
+        };
+        let found = app.store.task_page(&filter, page, COUNT_CAP).await?;
+        let views = TaskViews::load(app).await?;
+        Ok(TaskPage {
+            tasks: found
+                .tasks
+                .into_iter()
+                .map(|task| views.view(task))
+                .collect(),
+            total: found.total,
+            more: found.more,
+            next: found.next.map(|next| next.to_string()),
+        })
     }
 
-    /// A page of the tasks `user` may see, newest first, and how many match in all.
-    pub async fn task_page(
-        store: &Store,
+    /// The store's filter for what `user` asked: staff only ever see their own tasks.
+    pub(crate) async fn task_filter(
+        app: &AppState,
         user: &StaffUser,
-        request: ListRequest,
-    ) -> Result<(Vec<Task>, u64), AppError> {
-        let mut problems = Vec::new();
-        if request.limit == 0 || request.limit > MAX_LIST_LIMIT {
-            problems.push((
-                "limit".to_owned(),
-                format!("must be between 1 and {MAX_LIST_LIMIT}"),
+        search: &TaskSearch,
+    ) -> Result<TaskFilter, AppError> {
+        let is_admin = user.role == Role::Admin;
+        let owner_id = match &search.owner {
+            Some(name) if name == &user.username => Some(user.id),
+            Some(_) if !is_admin => {
+                return Err(owner_problem("staff see only their own tasks"));
+            }
+            Some(name) => Some(
+                caseload::users::user_id_by_username(&app.db, name)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| owner_problem(&format!("no user is named '{name}'")))?,
+            ),
+            None if search.mine || !is_admin => Some(user.id),
+            None => None,
+        };
+        if search.mine && owner_id != Some(user.id) {
+            return Err(owner_problem(
+                "must be you when only your own tasks are listed",
             ));
         }
-        if request.offset > MAX_LIST_OFFSET {
-            problems.push((
-                "offset".to_owned(),
-                format!("must be at most {MAX_LIST_OFFSET}"),
-            ));
-        }
-        if !problems.is_empty() {
-            return Err(AppError::invalid_fields(problems));
-        }
-        let only_mine = request.only_mine || user.role != caseload::users::Role::Admin;
-        let filter = TaskFilter {
-            statuses: request.status.into_iter().collect(),
-            component: None,
-            owner_id: only_mine.then_some(user.id),
-        };
-        let page = Page {
-            offset: request.offset,
-            limit: request.limit,
-        };
-        Ok(tokio::try_join!(
-            store.task_list(&filter, page),
-            store.task_count(&filter)
-        )?)
+        Ok(TaskFilter {
+            statuses: search.statuses.clone(),
+            component: search.action.clone(),
+            owner_id,
+            created_from: search.created_from,
+            created_until: search.created_until,
+            id: search.id,
+        })
+    }
+
+    fn owner_problem(message: &str) -> AppError {
+        AppError::invalid_fields([("owner".to_owned(), message.to_owned())])
     }
 
     /// The task, if `user` may see it: their own, or anyone's for an admin. Anyone else's is
@@ -112,20 +126,77 @@ pub mod ssr_impl {
         }
     }
 
-    pub async fn my_tasks(page: u64) -> Result<TaskPage, AppError> {
-        let user = require_user().await?;
-        let app = state()?;
-        let request = ListRequest {
-            only_mine: true,
-            status: None,
-            offset: page.saturating_mul(TASKS_PAGE_SIZE),
-            limit: TASKS_PAGE_SIZE,
+    /// Applies `act` to the selected tasks that `user` may act on and whose status it
+    /// applies to; the rest are skipped. Idempotent: repeating it changes nothing more.
+    pub async fn act(
+        app: &AppState,
+        user: &StaffUser,
+        request: ActRequest,
+    ) -> Result<ActOutcome, AppError> {
+        let ActRequest {
+            act,
+            selection,
+            reason,
+        } = request;
+        let is_admin = user.role == Role::Admin;
+        if act.admins_only() && !is_admin {
+            return Err(AppError::forbidden());
+        }
+        let reason = match act {
+            TaskAct::Abandon => abandon_reason(&reason)?,
+            _ => "cancelled",
         };
-        let (tasks, total) = task_page(&app.store, &user, request).await?;
-        let views = TaskViews::load(&app).await?;
-        Ok(TaskPage {
-            tasks: tasks.into_iter().map(|task| views.view(task)).collect(),
-            total,
+        let (selector, unseen) = match selection {
+            TaskSelection::Ids(ids) if ids.is_empty() || ids.len() > MAX_ACT_IDS => {
+                return Err(AppError::invalid_fields([(
+                    "selection".to_owned(),
+                    format!("select between 1 and {MAX_ACT_IDS} tasks, or all matching"),
+                )]));
+            }
+            TaskSelection::Ids(ids) if is_admin => (TaskSelector::Ids(ids), 0),
+            TaskSelection::Ids(ids) => {
+                // Staff act on their own tasks only; the others are skipped unread.
+                let count = ids.len();
+                let mut own = Vec::with_capacity(count);
+                for id in ids {
+                    if visible_task(&app.store, user, id).await.is_ok() {
+                        own.push(id);
+                    }
+                }
+                let unseen = count - own.len();
+                if own.is_empty() {
+                    return Ok(ActOutcome {
+                        changed: 0,
+                        skipped: unseen,
+                    });
+                }
+                (TaskSelector::Ids(own), unseen)
+            }
+            TaskSelection::Matching(query) => {
+                let search = query.check().map_err(AppError::invalid_fields)?;
+                (
+                    TaskSelector::Filter(task_filter(app, user, &search).await?),
+                    0,
+                )
+            }
+        };
+        let store = &app.store;
+        let actor = user.username.as_str();
+        let outcome: BulkOutcome = match act {
+            TaskAct::Cancel => store.task_cancel_many(&selector, actor).await?,
+            TaskAct::Retry => store.task_retry_many(&selector, actor).await?,
+            TaskAct::Requeue => store.task_requeue_running_many(&selector, actor).await?,
+            TaskAct::Abandon => store.task_abandon_many(&selector, reason, actor).await?,
+        };
+        tracing::info!(
+            user = actor,
+            ?act,
+            changed = outcome.changed.len(),
+            "tasks acted on"
+        );
+        Ok(ActOutcome {
+            changed: outcome.changed.len(),
+            skipped: outcome.skipped.len() + unseen,
         })
     }
 
@@ -160,44 +231,23 @@ pub mod ssr_impl {
         })
     }
 
-    /// Stops a task for its owner or an admin: a waiting one never starts, a running one
-    /// stops at its next batch boundary keeping what it committed. It ends ABANDONED, with
-    /// who cancelled it in its history. `false` when it had already finished.
-    pub async fn cancel(store: &Store, user: &StaffUser, id: Uuid) -> Result<bool, AppError> {
-        let task = visible_task(store, user, id).await?;
-        if !task.workflow_status.can_cancel() {
-            return Ok(false);
-        }
-        let changed = store.task_abandon(id, "cancelled", &user.username).await?;
-        tracing::info!(task = %id, user = %user.username, changed, "task cancelled");
-        Ok(changed)
-    }
-
-    /// An admin repair of one task.
-    pub enum Repair {
-        Retry,
-        Abandon(String),
-    }
-
-    /// Applies a repair; `false` when the task's status does not allow it (already done, or
-    /// someone else got there first), which is not an error: repairs are idempotent.
-    pub async fn repair(id: Uuid, repair: Repair) -> Result<bool, AppError> {
-        let user = require_user().await?;
-        if user.role != caseload::users::Role::Admin {
-            return Err(AppError::forbidden());
-        }
-        let store = state()?.store;
-        visible_task(&store, &user, id).await?;
-        let changed = match repair {
-            Repair::Retry => store.task_retry(id, &user.username).await,
-            Repair::Abandon(reason) => {
-                store
-                    .task_abandon(id, abandon_reason(&reason)?, &user.username)
-                    .await
-            }
-        }?;
-        tracing::info!(task = %id, admin = %user.username, changed, "task repaired");
-        Ok(changed)
+    /// Applies `act` to one task `user` can see; `false` when its status does not allow
+    /// it (already moved on, or someone else got there first), which is not an error.
+    pub async fn act_on_one(
+        app: &AppState,
+        user: &StaffUser,
+        act: TaskAct,
+        id: Uuid,
+        reason: &str,
+    ) -> Result<bool, AppError> {
+        visible_task(&app.store, user, id).await?;
+        let request = ActRequest {
+            act,
+            selection: TaskSelection::Ids(vec![id]),
+            reason: reason.to_owned(),
+        };
+        let outcome = self::act(app, user, request).await?;
+        Ok(outcome.changed == 1)
     }
 
     /// What turning tasks into the one view needs, read once per request: the export
@@ -323,19 +373,14 @@ pub enum ExportFile {
 }
 
 impl TaskDetail {
-    /// Retry applies to tasks that ended without success.
-    pub fn can_retry(&self) -> bool {
-        self.can_repair && self.task.workflow_status.can_requeue()
-    }
-
-    /// Abandon applies to anything not yet finished for good.
-    pub fn can_abandon(&self) -> bool {
-        self.can_repair && self.task.workflow_status.can_abandon()
-    }
-
-    /// Whoever sees a task (its owner or an admin) may cancel it until it finishes.
-    pub fn can_cancel(&self) -> bool {
-        self.task.workflow_status.can_cancel()
+    /// The acts the viewer may take on this task now: Cancel for whoever sees it (its
+    /// owner or an admin), the others for admins.
+    pub fn acts(&self) -> Vec<TaskAct> {
+        TaskAct::ALL
+            .into_iter()
+            .filter(|act| self.can_repair || !act.admins_only())
+            .filter(|act| act.applies_to(self.task.workflow_status))
+            .collect()
     }
 }
 
@@ -345,24 +390,19 @@ pub async fn get_task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
     crate::api::ssr::respond(ssr_impl::task_detail(id)).await
 }
 
-/// Puts a failed, errored or abandoned task back in the queue (admins only).
-#[server(endpoint = "retry_task")]
-pub async fn retry_task(id: Uuid) -> Result<bool, AppError> {
-    crate::api::ssr::respond(ssr_impl::repair(id, ssr_impl::Repair::Retry)).await
-}
-
-/// Cancels a task that has not finished: the owner's own, or anyone's for an admin.
-#[server(endpoint = "cancel_task")]
-pub async fn cancel_task(id: Uuid) -> Result<bool, AppError> {
+/// Cancels, retries, requeues or abandons one task (`reason` for an abandon); `false` when
+/// its status no longer allows it.
+#[server(endpoint = "act_on_task")]
+pub async fn act_on_task(
+    id: Uuid,
+    act: TaskAct,
+    #[server(default)] reason: String,
+) -> Result<bool, AppError> {
     use crate::api::ssr::{require_user, respond, state};
-    respond(async move { ssr_impl::cancel(&state()?.store, &require_user().await?, id).await })
-        .await
-}
-
-/// Abandons a task that has not finished; running work is cancelled (admins only).
-#[server(endpoint = "abandon_task")]
-pub async fn abandon_task(id: Uuid, reason: String) -> Result<bool, AppError> {
-    crate::api::ssr::respond(ssr_impl::repair(id, ssr_impl::Repair::Abandon(reason))).await
+    respond(async move {
+        ssr_impl::act_on_one(&state()?, &require_user().await?, act, id, &reason).await
+    })
+    .await
 }
 
 #[cfg(feature = "ssr")]

@@ -1,6 +1,8 @@
 //! Components shared by several pages.
 
 pub mod feedback;
+pub mod pace;
 pub mod scheduled_for;
+pub mod task_acts;
 pub mod throughput_chart;
 pub mod top_bar;

@@ -1,15 +1,22 @@
-//! The bar across the top of every signed-in page: product name, navigation, the user and
-//! a sign-out button.
+//! The bar across the top of every signed-in page: product name, navigation, the theme
+//! toggle, the user and a sign-out button.
 
 use leptos::prelude::*;
 
 use crate::api::auth::{SignOut, get_current_user};
+use crate::theme;
 
 /// Renders the top bar with the signed-in user's name and a sign-out button.
 #[component]
 pub fn TopBar() -> impl IntoView {
     let user = Resource::new(|| (), |_| get_current_user());
     let sign_out = ServerAction::<SignOut>::new();
+    let theme = RwSignal::new(theme::current());
+    let toggle_theme = move |_| {
+        let next = theme.get_untracked().next();
+        theme.set(next);
+        theme::apply(next);
+    };
     view! {
         <header class="top-bar">
             <a class="brand" href="/">"bulkq"</a>
@@ -19,11 +26,23 @@ pub fn TopBar() -> impl IntoView {
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         let is_admin = user.await.ok().flatten().is_some_and(|u| u.is_admin);
-                        is_admin.then(|| view! { <a href="/admin/queue">"Queue health"</a> })
+                        is_admin.then(|| view! {
+                            <a href="/admin/tasks">"All tasks"</a>
+                            <a href="/admin/queue">"Queue health"</a>
+                        })
                     })}
                 </Transition>
             </nav>
             <div class="who">
+                <button
+                    type="button"
+                    class="secondary"
+                    data-testid="theme-toggle"
+                    title="Light, dark, or as the system says"
+                    on:click=toggle_theme
+                >
+                    {move || theme.get().label()}
+                </button>
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         user.await

@@ -1,8 +1,8 @@
 //! One module per route.
 
 pub mod caseload;
-pub mod my_tasks;
 pub mod not_found;
 pub mod queue_health;
 pub mod sign_in;
 pub mod task_detail;
+pub mod tasks;

@@ -2,67 +2,58 @@
 //! nodes are alive, which actions are paused, and the failed tasks, with bulk Retry/Abandon.
 //! Staff get a 403 page. The page refreshes itself from the live task stream.
 
-use std::collections::HashSet;
-
 use bulkq_types::TaskStatus;
 use bulkq_types::actions::action_label;
+use bulkq_types::task::{ActRequest, TaskAct, TaskSelection};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
 use crate::api::admin::{
-    AbandonTasks, ProblemTask, QueueHealth, RetryTasks, SetActionPaused, get_queue_health,
+    ProblemTask, QueueHealth, RunPeriodicJob, SetActionPaused, SetPeriodicPaused, get_queue_health,
+    problems_query,
 };
+use crate::api::tasks::ActOnTasks;
 use crate::components::feedback::{ErrorMessage, HeaderRow};
+use crate::components::task_acts::{ActBar, ActResult, Acting, Ticks};
 use crate::components::throughput_chart::ThroughputChart;
 use crate::components::top_bar::TopBar;
 use crate::error::AppError;
 use crate::format;
-use crate::live::use_task_stream;
-
-/// How often at most the page refetches its report while task events stream in: a drain
-/// of thousands of tasks sends thousands of events, and each refetch is a server call that
-/// counts every table.
-const REFETCH_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+use crate::live::{REFETCH_AT_MOST_EVERY, coalesced, use_task_stream};
 
 /// Renders queue health.
 #[component]
 pub fn QueueHealthPage() -> impl IntoView {
     let action_filter = RwSignal::new(String::new());
     let reload = RwSignal::new(0u64);
-    let retry = ServerAction::<RetryTasks>::new();
-    let abandon = ServerAction::<AbandonTasks>::new();
+    let acting = Acting::default();
+    let requeue = ServerAction::<ActOnTasks>::new();
+    let run_job = ServerAction::<RunPeriodicJob>::new();
+    let pause_job = ServerAction::<SetPeriodicPaused>::new();
     let pause = ServerAction::<SetActionPaused>::new();
     let health = Resource::new(
         move || {
             (
                 action_filter.get(),
                 reload.get(),
-                retry.version().get(),
-                abandon.version().get(),
+                acting.action.version().get(),
+                requeue.version().get(),
+                run_job.version().get(),
+                pause_job.version().get(),
                 pause.version().get(),
             )
         },
         |(action, ..)| get_queue_health(action),
     );
     // One refetch for however many events arrive within a second of the first.
-    let refetch_pending = StoredValue::new(false);
-    use_task_stream(move |_| {
-        if refetch_pending.get_value() {
-            return;
-        }
-        refetch_pending.set_value(true);
-        set_timeout(
-            move || {
-                refetch_pending.set_value(false);
-                reload.update(|n| *n += 1);
-            },
-            REFETCH_AT_MOST_EVERY,
-        );
-    });
+    let refetch = coalesced(REFETCH_AT_MOST_EVERY, move || reload.update(|n| *n += 1));
+    use_task_stream(move |_| refetch());
     let actions = Actions {
-        retry,
-        abandon,
+        acting,
+        requeue,
+        run_job,
+        pause_job,
         pause,
     };
 
@@ -87,6 +78,7 @@ pub fn QueueHealthPage() -> impl IntoView {
                     }
                 })}
             </Transition>
+            <ActResult acting />
         </main>
     }
 }
@@ -94,8 +86,11 @@ pub fn QueueHealthPage() -> impl IntoView {
 /// The page's server actions, passed down together.
 #[derive(Clone, Copy)]
 struct Actions {
-    retry: ServerAction<RetryTasks>,
-    abandon: ServerAction<AbandonTasks>,
+    acting: Acting,
+    /// A stalled task's "Requeue now".
+    requeue: ServerAction<ActOnTasks>,
+    run_job: ServerAction<RunPeriodicJob>,
+    pause_job: ServerAction<SetPeriodicPaused>,
     pause: ServerAction<SetActionPaused>,
 }
 
@@ -203,21 +198,54 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
         <h2>"Periodic jobs"</h2>
         <div class="table-scroll">
             <table class="periodic-jobs">
-                <HeaderRow columns=&["Job", "Schedule", "Next run", "Last run", "Result", "Node"] />
+                <HeaderRow columns=&["Job", "Schedule", "Lock at most / least", "Next run", "Last run", "Result", "Node", "Skipped", ""] />
                 <tbody>
-                    {health.periodic_jobs.into_iter().map(|job| view! {
-                        <tr>
-                            <td><code>{job.name}</code></td>
-                            <td>{job.schedule}</td>
-                            <td>{format::second(&job.next_run)}</td>
-                            <td>{format::second(&job.last_run)}</td>
-                            <td>{if job.last_result.is_empty() { "—".to_owned() } else { job.last_result }}</td>
-                            <td><code>{job.last_node}</code></td>
-                        </tr>
+                    {health.periodic_jobs.into_iter().map(|job| {
+                        let name = job.name.clone();
+                        let toggle_name = job.name.clone();
+                        let paused = job.paused;
+                        let skipped = match job.skipped_runs {
+                            0 => "none".to_owned(),
+                            n => format!("{}, last {}", format::count(n as u64), format::second(&job.last_skipped)),
+                        };
+                        view! {
+                            <tr data-job=job.name.clone()>
+                                <td><code>{job.name.clone()}</code></td>
+                                <td>{job.schedule}</td>
+                                <td>{format!("{} / {}", format::duration(job.lock_at_most_seconds), format::duration(job.lock_at_least_seconds))}</td>
+                                <td>{if paused { "paused".to_owned() } else { format::second(&job.next_run) }}</td>
+                                <td>{format::second(&job.last_run)}</td>
+                                <td>{if job.last_result.is_empty() { "—".to_owned() } else { job.last_result }}</td>
+                                <td><code>{job.last_node}</code></td>
+                                <td data-testid="skipped-runs">{skipped}</td>
+                                <td class="row-buttons">
+                                    <button
+                                        type="button"
+                                        disabled=paused
+                                        on:click=move |_| { actions.run_job.dispatch(RunPeriodicJob { name: name.clone() }); }
+                                    >
+                                        "Run now"
+                                    </button>
+                                    <button
+                                        type="button"
+                                        class="secondary"
+                                        on:click=move |_| {
+                                            actions.pause_job.dispatch(SetPeriodicPaused { name: toggle_name.clone(), paused: !paused });
+                                        }
+                                    >
+                                        {if paused { "Resume" } else { "Pause" }}
+                                    </button>
+                                </td>
+                            </tr>
+                        }
                     }).collect_view()}
                 </tbody>
             </table>
         </div>
+
+        {move || actions.run_job.value().get().and_then(Result::err).map(|error| view! {
+            <p class="error" role="alert">{error.to_string()}</p>
+        })}
 
         <h2>"Scheduler locks"</h2>
         {if health.locks.is_empty() {
@@ -243,7 +271,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
         <h2>"Stalled tasks"</h2>
         <p class="hint">
             {format!(
-                "Running tasks whose node stopped sending heartbeats (they go back to the queue by themselves) or that have not moved for {} minutes.",
+                "Running tasks whose node stopped sending heartbeats (they go back to the queue by themselves) or that have not moved for {} minutes. Requeue now takes one back from its node at once.",
                 crate::api::admin::STALLED_AFTER_MINUTES
             )}
         </p>
@@ -253,7 +281,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             view! {
                 <div class="table-scroll">
                     <table data-testid="stalled">
-                        <HeaderRow columns=&["Request", "Status", "Node", "Last change"] />
+                        <HeaderRow columns=&["Request", "Status", "Node", "Last change", ""] />
                         <tbody>
                             {health.stalled.into_iter().map(|stalled| {
                                 let id = stalled.task.id;
@@ -263,6 +291,22 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                                         <td>{stalled.task.workflow_status.as_str()}</td>
                                         <td><code>{stalled.node}</code></td>
                                         <td>{format::second(&stalled.last_change)}</td>
+                                        <td>
+                                            <button
+                                                type="button"
+                                                on:click=move |_| {
+                                                    actions.requeue.dispatch(ActOnTasks {
+                                                        request: ActRequest {
+                                                            act: TaskAct::Requeue,
+                                                            selection: TaskSelection::Ids(vec![id]),
+                                                            reason: String::new(),
+                                                        },
+                                                    });
+                                                }
+                                            >
+                                                "Requeue now"
+                                            </button>
+                                        </td>
                                     </tr>
                                 }
                             }).collect_view()}
@@ -271,6 +315,14 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                 </div>
             }.into_any()
         }}
+
+        {move || actions.requeue.value().get().map(|outcome| {
+            let words = match outcome {
+                Ok(done) => format!("{} ({} skipped).", TaskAct::Requeue.done_words(done.changed as u64), done.skipped),
+                Err(error) => error.to_string(),
+            };
+            view! { <p role="status" data-testid="requeue-result">{words}</p> }
+        })}
 
         <Problems health_problems=health.problems problem_total=health.problem_total action_names action_filter actions />
     }
@@ -284,51 +336,10 @@ fn Problems(
     action_filter: RwSignal<String>,
     actions: Actions,
 ) -> impl IntoView {
-    let selected: RwSignal<HashSet<Uuid>> = RwSignal::new(HashSet::new());
-    let all_matching = RwSignal::new(false);
-    let reason = RwSignal::new(String::new());
+    let ticks = Ticks::default();
     let shown: Vec<Uuid> = health_problems.iter().map(|p| p.task.id).collect();
-    let selection_size = move || {
-        if all_matching.get() {
-            problem_total
-        } else {
-            selected.with(|s| s.len() as u64)
-        }
-    };
-    let ids = move || selected.with(|s| s.iter().copied().collect::<Vec<_>>());
-    let on_retry = move |_| {
-        actions.retry.dispatch(RetryTasks {
-            ids: ids(),
-            all_matching: all_matching.get_untracked(),
-            action: action_filter.get_untracked(),
-        });
-    };
-    let on_abandon = move |_| {
-        actions.abandon.dispatch(AbandonTasks {
-            ids: ids(),
-            all_matching: all_matching.get_untracked(),
-            action: action_filter.get_untracked(),
-            reason: reason.get_untracked(),
-        });
-    };
-    let result = move || {
-        let message = |r: Result<crate::api::admin::RepairResult, AppError>, verb: &str| match r {
-            Ok(done) => format!("{verb} {} tasks ({} skipped).", done.changed, done.skipped),
-            Err(error) => error.to_string(),
-        };
-        actions
-            .retry
-            .value()
-            .get()
-            .map(|r| message(r, "Retried"))
-            .or_else(|| {
-                actions
-                    .abandon
-                    .value()
-                    .get()
-                    .map(|r| message(r, "Abandoned"))
-            })
-    };
+    let matching = TaskSelection::Matching(problems_query(&action_filter.get_untracked()));
+    let chosen = ticks.chosen(matching, format::count(problem_total));
     view! {
         <h2>"Failed tasks"</h2>
         <div class="search-bar">
@@ -336,7 +347,7 @@ fn Problems(
             <select
                 id="problem-action"
                 on:change=move |ev| {
-                    selected.set(HashSet::new());
+                    ticks.tick_page(&[], false);
                     action_filter.set(event_target_value(&ev));
                 }
             >
@@ -359,8 +370,8 @@ fn Problems(
                     <label>
                         <input
                             type="checkbox"
-                            prop:checked=move || all_matching.get()
-                            on:change=move |ev| all_matching.set(event_target_checked(&ev))
+                            prop:checked=move || ticks.all_matching.get()
+                            on:change=move |ev| ticks.all_matching.set(event_target_checked(&ev))
                         />
                         {format!(" Select all {} matching", format::count(problem_total))}
                     </label>
@@ -373,10 +384,7 @@ fn Problems(
                                     <input
                                         type="checkbox"
                                         aria-label="Select every task shown"
-                                        on:change=move |ev| {
-                                            let on = event_target_checked(&ev);
-                                            selected.set(if on { shown.iter().copied().collect() } else { HashSet::new() });
-                                        }
+                                        on:change=move |ev| ticks.tick_page(&shown, event_target_checked(&ev))
                                     />
                                 </th>
                                 <th scope="col">"Request"</th>
@@ -396,11 +404,8 @@ fn Problems(
                                             <input
                                                 type="checkbox"
                                                 aria-label="Select task"
-                                                prop:checked=move || all_matching.get() || selected.with(|s| s.contains(&id))
-                                                on:change=move |ev| {
-                                                    let on = event_target_checked(&ev);
-                                                    selected.update(|s| { if on { s.insert(id); } else { s.remove(&id); } });
-                                                }
+                                                prop:checked=move || ticks.is_ticked(id)
+                                                on:change=move |ev| ticks.tick(id, event_target_checked(&ev))
                                             />
                                         </td>
                                         <td><a href=format!("/tasks/{id}")>{task.summary}</a></td>
@@ -414,20 +419,8 @@ fn Problems(
                         </tbody>
                     </table>
                 </div>
-                <div class="repair">
-                    <button type="button" on:click=on_retry disabled=move || selection_size() == 0>
-                        {move || format!("Retry {}", format::plural(selection_size(), "task", "tasks"))}
-                    </button>
-                    <label for="bulk-reason">"Reason"</label>
-                    <input id="bulk-reason" type="text" maxlength="500" bind:value=reason />
-                    <button type="button" class="danger" on:click=on_abandon disabled=move || selection_size() == 0>
-                        {move || format!("Abandon {}", format::plural(selection_size(), "task", "tasks"))}
-                    </button>
-                </div>
+                <ActBar acting=actions.acting acts=vec![TaskAct::Retry, TaskAct::Abandon] chosen />
             }.into_any()
         }}
-        <Show when=move || result().is_some()>
-            <p role="status" data-testid="repair-result">{result}</p>
-        </Show>
     }
 }

@@ -1,22 +1,22 @@
 //! Task detail: what was asked for, progress, what the action has done so far (and a
 //! finished export's file), and the timeline of every transition and attempt. Admins also
-//! see the error detail and can retry or abandon the task. The page follows the live task
+//! see the error detail and can retry, requeue (a stalled running task) or abandon it. The page follows the live task
 //! stream, so it changes as the task runs.
 
 use bulkq_types::TaskStatus;
 use bulkq_types::actions::{
     ActionReport, EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label,
 };
+use bulkq_types::task::TaskAct;
 use bulkq_types::words::progress_words;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use crate::api::tasks::{
-    AbandonTask, CancelTask, ExportFile, RetryTask, TaskDetail, get_task_detail,
-};
+use crate::api::tasks::{ActOnTask, ExportFile, TaskDetail, TaskUpdate, get_task_detail};
 use crate::components::feedback::ErrorMessage;
+use crate::components::pace::Pace;
 use crate::components::scheduled_for::ScheduledFor;
 use crate::components::top_bar::TopBar;
 use crate::format;
@@ -27,20 +27,10 @@ use crate::live::{LiveMessage, use_task_stream};
 pub fn TaskDetailPage() -> impl IntoView {
     let params = use_params_map();
     let task_id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
-    let retry = ServerAction::<RetryTask>::new();
-    let abandon = ServerAction::<AbandonTask>::new();
-    let cancel = ServerAction::<CancelTask>::new();
+    let act = ServerAction::<ActOnTask>::new();
     let reload = RwSignal::new(0u64);
     let detail = Resource::new(
-        move || {
-            (
-                task_id(),
-                reload.get(),
-                retry.version().get(),
-                abandon.version().get(),
-                cancel.version().get(),
-            )
-        },
+        move || (task_id(), reload.get(), act.version().get()),
         |(id, ..)| async move {
             match id {
                 Some(id) => get_task_detail(id).await,
@@ -66,7 +56,7 @@ pub fn TaskDetailPage() -> impl IntoView {
             <Transition fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
-                        Ok(detail) => view! { <Detail detail retry abandon cancel /> }.into_any(),
+                        Ok(detail) => view! { <Detail detail act /> }.into_any(),
                         Err(error) => {
                             view! {
                                 <h1>"Task"</h1>
@@ -82,15 +72,10 @@ pub fn TaskDetailPage() -> impl IntoView {
 }
 
 #[component]
-fn Detail(
-    detail: TaskDetail,
-    retry: ServerAction<RetryTask>,
-    abandon: ServerAction<AbandonTask>,
-    cancel: ServerAction<CancelTask>,
-) -> impl IntoView {
+fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
     let id = detail.task.id;
-    let (can_retry, can_abandon) = (detail.can_retry(), detail.can_abandon());
-    let can_cancel = detail.can_cancel();
+    let acts = detail.acts();
+    let offers = move |offered: TaskAct| acts.contains(&offered);
     let progress = match progress_words(
         detail.task.workflow_status,
         detail.task.progress_done,
@@ -99,15 +84,28 @@ fn Detail(
         words if words.is_empty() => "Not started".to_owned(),
         words => words,
     };
-    let action_error = move || {
-        [
-            retry.value().get().and_then(Result::err),
-            abandon.value().get().and_then(Result::err),
-        ]
-        .into_iter()
-        .flatten()
-        .next()
-        .map(|error| error.to_string())
+    // The page refetches on every change of the task, so what it was rendered with is current.
+    let now = TaskUpdate {
+        task_id: id,
+        status: detail.task.workflow_status,
+        progress_done: detail.task.progress_done,
+        progress_total: detail.task.progress_total,
+    };
+    let act_error = move || {
+        act.value()
+            .get()
+            .and_then(Result::err)
+            .map(|error| error.to_string())
+    };
+    // One form per act: the task, the act, and (for an abandon) the reason.
+    let act_form = move |offered: TaskAct, button: AnyView| {
+        view! {
+            <ActionForm action=act>
+                <input type="hidden" name="id" value=id.to_string() />
+                <input type="hidden" name="act" value=offered.as_str() />
+                {button}
+            </ActionForm>
+        }
     };
     view! {
         <h1>{action_label(&detail.task.action).to_owned()} " task"</h1>
@@ -120,7 +118,7 @@ fn Detail(
                 </span>
             </dd>
             <dt>"Progress"</dt>
-            <dd>{progress}</dd>
+            <dd>{progress} " " <Pace update=Signal::stored(now) started=detail.task.execution_started_date /></dd>
             <dt>"Attempt"</dt>
             <dd>{format!("{} of {}", detail.task.attempt, detail.task.max_attempts)}</dd>
             <dt>"Submitted"</dt>
@@ -160,15 +158,12 @@ fn Detail(
             let finished = detail.task.workflow_status.is_terminal();
             view! { <Report action report finished /> }
         })}
-        {can_cancel.then(|| view! {
-            <ActionForm action=cancel>
-                <input type="hidden" name="id" value=id.to_string() />
-                <button type="submit" class="danger" data-testid="cancel-task">"Cancel task"</button>
-            </ActionForm>
-        })}
-        {move || cancel.value().get().and_then(Result::err).map(|error| view! {
-            <p class="error" role="alert">{error.to_string()}</p>
-        })}
+        {offers(TaskAct::Cancel).then(|| act_form(TaskAct::Cancel, view! {
+            <button type="submit" class="danger" data-testid="cancel-task">"Cancel task"</button>
+        }.into_any()))}
+        <Show when=move || act_error().is_some()>
+            <p class="error" role="alert">{act_error}</p>
+        </Show>
         {detail.error_detail.map(|error| view! {
             <h2>"Error detail"</h2>
             <pre class="error-detail" data-testid="error-detail">{error}</pre>
@@ -176,19 +171,17 @@ fn Detail(
         {detail.can_repair.then(|| view! {
             <section class="repair" aria-label="Repair">
                 <h2>"Repair"</h2>
-                <ActionForm action=retry>
-                    <input type="hidden" name="id" value=id.to_string() />
-                    <button type="submit" disabled=!can_retry>"Retry"</button>
-                </ActionForm>
-                <ActionForm action=abandon>
-                    <input type="hidden" name="id" value=id.to_string() />
+                {act_form(TaskAct::Retry, view! {
+                    <button type="submit" disabled=!offers(TaskAct::Retry)>"Retry"</button>
+                }.into_any())}
+                {offers(TaskAct::Requeue).then(|| act_form(TaskAct::Requeue, view! {
+                    <button type="submit" data-testid="requeue-task">"Requeue now"</button>
+                }.into_any()))}
+                {act_form(TaskAct::Abandon, view! {
                     <label for="abandon-reason">"Reason"</label>
                     <input id="abandon-reason" name="reason" type="text" required maxlength="500" />
-                    <button type="submit" class="danger" disabled=!can_abandon>"Abandon"</button>
-                </ActionForm>
-                <Show when=move || action_error().is_some()>
-                    <p class="error" role="alert">{action_error}</p>
-                </Show>
+                    <button type="submit" class="danger" disabled=!offers(TaskAct::Abandon)>"Abandon"</button>
+                }.into_any())}
             </section>
         })}
         <h2>"Timeline"</h2>

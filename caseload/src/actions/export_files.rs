@@ -90,6 +90,7 @@ pub fn export_cleanup_job(exports_dir: PathBuf, retention: Duration) -> Periodic
             retention,
         },
     )
+    .with_lock_at_least_half_of(interval)
 }
 
 struct ExportCleanup {

@@ -209,18 +209,20 @@ impl Runtime {
         let rescued = rescuer.run_once().await?;
         let heartbeat = Arc::new(heartbeat);
         let mut periodic_jobs = registry.periodic_jobs().to_vec();
-        periodic_jobs.push(PeriodicJob::new(
-            RESCUE_JOB,
-            Schedule::Every(config.rescue_interval),
-            rescuer,
-        ));
-        periodic_jobs.push(PeriodicJob::new(
-            PRUNE_JOB,
-            Schedule::Every(config.prune_interval),
-            Pruner {
-                retention: config.retention,
-            },
-        ));
+        periodic_jobs.push(
+            PeriodicJob::new(RESCUE_JOB, Schedule::Every(config.rescue_interval), rescuer)
+                .with_lock_at_least_half_of(config.rescue_interval),
+        );
+        periodic_jobs.push(
+            PeriodicJob::new(
+                PRUNE_JOB,
+                Schedule::Every(config.prune_interval),
+                Pruner {
+                    retention: config.retention,
+                },
+            )
+            .with_lock_at_least_half_of(config.prune_interval),
+        );
         let stop_claiming = CancellationToken::new();
         let stop_services = CancellationToken::new();
         let (completions, outcomes) = mpsc::channel(config.completion_batch * 4);

@@ -16,6 +16,7 @@ pub mod m20261124_000080_hot_updates;
 pub mod m20261124_000090_steady_plans;
 pub mod m20261125_000100_crash_count;
 pub mod m20261125_000110_unique_key_lookup;
+pub mod m20261126_000120_periodic_controls;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -29,6 +30,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261124_000090_steady_plans::Migration),
         Box::new(m20261125_000100_crash_count::Migration),
         Box::new(m20261125_000110_unique_key_lookup::Migration),
+        Box::new(m20261126_000120_periodic_controls::Migration),
     ]
 }
 

@@ -1,4 +1,4 @@
-//! Operations for administrators: retry and abandon (one task or many), pause and resume a
+//! Operations for administrators: retry, requeue and abandon (one task or many), pause and resume a
 //! component. All are guarded and idempotent: repeating one changes nothing more.
 
 use sea_orm::sea_query::OnConflict;
@@ -22,7 +22,19 @@ impl Store {
         selector: &TaskSelector,
         actor: &str,
     ) -> Result<BulkOutcome, QueueError> {
-        self.task_transition_many(selector, &Transition::Requeue, actor)
+        self.task_transition_many(selector, &Transition::Requeue, &TaskStatus::PROBLEMS, actor)
+            .await
+    }
+
+    /// SCHEDULING / EXECUTING → QUEUED at once with a fresh attempt budget: a stalled task
+    /// taken back from its node without waiting for the rescuer. The node's worker finds
+    /// its lease gone at its next checkpoint or heartbeat, as when a task is abandoned.
+    pub async fn task_requeue_running_many(
+        &self,
+        selector: &TaskSelector,
+        actor: &str,
+    ) -> Result<BulkOutcome, QueueError> {
+        self.task_transition_many(selector, &Transition::Requeue, &TaskStatus::RUNNING, actor)
             .await
     }
 
@@ -38,7 +50,21 @@ impl Store {
         let transition = Transition::Abandon {
             reason: format!("abandoned by {actor}: {reason}"),
         };
-        self.task_transition_many(selector, &transition, actor)
+        self.task_transition_many(selector, &transition, transition.allowed_from(), actor)
+            .await
+    }
+
+    /// QUEUED / SCHEDULING / EXECUTING → ABANDONED, "cancelled" by `actor`: an owner's
+    /// stop, which leaves tasks that have already ended as they are.
+    pub async fn task_cancel_many(
+        &self,
+        selector: &TaskSelector,
+        actor: &str,
+    ) -> Result<BulkOutcome, QueueError> {
+        let transition = Transition::Abandon {
+            reason: format!("abandoned by {actor}: cancelled"),
+        };
+        self.task_transition_many(selector, &transition, &TaskStatus::ACTIVE, actor)
             .await
     }
 
@@ -63,7 +89,8 @@ impl Store {
         Ok(!outcome.changed.is_empty())
     }
 
-    /// Applies an admin transition to the selected tasks in one transaction.
+    /// Applies an admin transition to the selected tasks in one transaction, to those of
+    /// them in a status of `from` that the transition may start from.
     ///
     /// A transition that may end a claim (abandoning running work) moves the running tasks
     /// in a pass of its own, so that their history also stores the claim it ended (see
@@ -72,12 +99,12 @@ impl Store {
         &self,
         selector: &TaskSelector,
         transition: &Transition,
+        from: &[TaskStatus],
         actor: &str,
     ) -> Result<BulkOutcome, QueueError> {
         let now = self.clock.now();
         let txn = self.begin_write_as(WriteClass::Interactive).await?;
-        let ends_claims = transition
-            .allowed_from()
+        let ends_claims = from
             .iter()
             .any(|status| TaskStatus::RUNNING.contains(status));
         // `Some(running)`: the pass over the tasks that are (or are not) running.
@@ -99,6 +126,7 @@ impl Store {
                     None => update,
                 };
                 guarded(update, transition)
+                    .filter(Column::WorkflowStatus.is_in(from.iter().copied()))
             };
             let mut moved = Vec::new();
             match selector {

@@ -28,7 +28,7 @@ impl Store {
     /// How many tasks match `filter`, which names no owner (the counts are not kept per
     /// owner).
     pub(crate) async fn counted_tasks(&self, filter: &TaskFilter) -> Result<u64, QueueError> {
-        debug_assert!(filter.owner_id.is_none());
+        debug_assert!(super::read::counted_by_triggers(filter));
         let mut select = task_count::Entity::find()
             .select_only()
             .column_as(sum(task_count::Column::Tasks), "tasks");

@@ -20,6 +20,9 @@ pub(crate) struct EventBus {
     /// Tags this store's PostgreSQL event notifications, so its own listener can drop the
     /// ones it already published locally.
     origin: Uuid,
+    /// Bumped when an admin changed a periodic job (run now, pause, resume), so this
+    /// node's job loops look again at once instead of after their nap.
+    periodic: watch::Sender<u64>,
 }
 
 impl Default for EventBus {
@@ -28,6 +31,7 @@ impl Default for EventBus {
             wake: watch::channel(0).0,
             events: broadcast::channel(EVENT_BUFFER).0,
             origin: Uuid::new_v4(),
+            periodic: watch::channel(0).0,
         }
     }
 }
@@ -44,6 +48,15 @@ impl EventBus {
 
     pub(crate) fn wake_receiver(&self) -> watch::Receiver<u64> {
         self.wake.subscribe()
+    }
+
+    /// Wakes this process's periodic job loops.
+    pub(crate) fn periodic_changed(&self) {
+        self.periodic.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub(crate) fn periodic_receiver(&self) -> watch::Receiver<u64> {
+        self.periodic.subscribe()
     }
 
     pub(crate) fn origin(&self) -> Uuid {

@@ -50,7 +50,10 @@ impl Store {
     /// [`Store::db_now`], read on `conn`. A lock operation reads it on its own transaction:
     /// on a second connection, every periodic job of a node could hold a transaction while
     /// waiting for a free connection of the pool, none of them ever getting one.
-    async fn db_now_on<C: ConnectionTrait>(&self, conn: &C) -> Result<DateTime<Utc>, QueueError> {
+    pub(crate) async fn db_now_on<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+    ) -> Result<DateTime<Utc>, QueueError> {
         match self.backend {
             DbBackend::Postgres => {
                 let row = conn

@@ -1,9 +1,10 @@
 //! Reads for dashboards and tests: one task, lists and counts by filter, history, nodes.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Condition, Expr};
+use sea_orm::sea_query::{Condition, Expr, Query};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait,
 };
 use uuid::Uuid;
 
@@ -13,7 +14,7 @@ use super::{Store, history};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::store::IdListFilter;
-use crate::task::{Node, Page, QueueEvent, Task, TaskEvent, TaskFilter};
+use crate::task::{Node, Page, QueueEvent, Task, TaskCursor, TaskEvent, TaskFilter, TaskListPage};
 
 /// The WHERE clause of a [`TaskFilter`].
 ///
@@ -44,7 +45,54 @@ pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     if let Some(owner) = filter.owner_id {
         condition = condition.add(task::Column::OwnerId.eq(owner));
     }
+    if let Some(from) = filter.created_from {
+        condition = condition.add(task::Column::CreatedDate.gte(from));
+    }
+    if let Some(until) = filter.created_until {
+        condition = condition.add(task::Column::CreatedDate.lt(until));
+    }
+    if let Some(id) = filter.id {
+        condition = condition.add(task::Column::Id.eq(id));
+    }
     condition
+}
+
+/// The tasks after `cursor` in the lists' order (newest first, then by id): written so that
+/// both databases bound their walk of a creation-time index by `created_date <= …`.
+fn after_cursor(cursor: TaskCursor) -> Condition {
+    Condition::all()
+        .add(task::Column::CreatedDate.lte(cursor.created))
+        .add(
+            Condition::any()
+                .add(task::Column::CreatedDate.lt(cursor.created))
+                .add(task::Column::Id.lt(cursor.id)),
+        )
+}
+
+/// At most this many matches count as few: pages after a mark then count the matches
+/// before it to know how many are left (see [`Store::task_page`]).
+const FEW_MATCHES: u64 = 1_000;
+
+/// Cuts `tasks` (read one beyond the page) to `limit` and returns the next page's mark when
+/// there was one beyond.
+fn next_mark(tasks: &mut Vec<Task>, limit: u64) -> Option<TaskCursor> {
+    if tasks.len() as u64 <= limit {
+        return None;
+    }
+    tasks.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    tasks.last().map(|task| TaskCursor {
+        created: task.created_date,
+        id: task.id,
+    })
+}
+
+/// Whether the counts the triggers keep answer `filter`: they are kept by status and
+/// component only.
+pub(crate) fn counted_by_triggers(filter: &TaskFilter) -> bool {
+    filter.owner_id.is_none()
+        && filter.created_from.is_none()
+        && filter.created_until.is_none()
+        && filter.id.is_none()
 }
 
 /// `column IN ('A', 'B')`, with the statuses as literals.
@@ -86,41 +134,162 @@ impl Store {
         Ok(rows.into_iter().map(QueueEvent::from).collect())
     }
 
-    /// Tasks matching `filter`, newest first.
+    /// A page of the tasks matching `filter`, newest first.
     pub async fn task_list(
         &self,
         filter: &TaskFilter,
         page: Page,
     ) -> Result<Vec<Task>, QueueError> {
-        // The databases take offsets and limits as signed 64-bit numbers; a larger one would
-        // fail to bind (and sqlx panics converting it).
-        if i64::try_from(page.offset).is_err() || i64::try_from(page.limit).is_err() {
+        // The databases take limits as signed 64-bit numbers; a larger one would fail to
+        // bind (and sqlx panics converting it).
+        if i64::try_from(page.limit).is_err() {
             return Err(QueueError::Invalid(format!(
-                "page out of range: offset {}, limit {}",
-                page.offset, page.limit
+                "page limit out of range: {}",
+                page.limit
             )));
         }
+        let mut condition = filter_condition(filter);
+        if let Some(cursor) = page.before {
+            condition = condition.add(after_cursor(cursor));
+        }
         Ok(task::Entity::find()
-            .filter(filter_condition(filter))
+            .filter(condition)
             .order_by_desc(task::Column::CreatedDate)
             .order_by_desc(task::Column::Id)
-            .offset(page.offset)
             .limit(page.limit)
             .all(&self.db)
             .await?)
     }
 
-    /// How many tasks match `filter`. Without an owner this reads the counts the triggers
-    /// keep (`queue_task_count`), a few rows whatever the table's size; an owner's tasks are
-    /// counted through the owner's index.
-    pub async fn task_count(&self, filter: &TaskFilter) -> Result<u64, QueueError> {
-        if filter.owner_id.is_some() {
-            return Ok(task::Entity::find()
-                .filter(filter_condition(filter))
-                .count(&self.db)
-                .await?);
+    /// One page of a task list as the explorer shows it: the tasks, how many match in all
+    /// (counted up to `count_cap`), and the mark of the next page, if there is one. The
+    /// page and the count are read at once, on two connections.
+    pub async fn task_page(
+        &self,
+        filter: &TaskFilter,
+        page: Page,
+        count_cap: u64,
+    ) -> Result<TaskListPage, QueueError> {
+        // One task more than the page: whether there is a next page, without another query.
+        let mut probe = Page {
+            limit: page.limit.saturating_add(1),
+            ..page
+        };
+        if counted_by_triggers(filter) {
+            // The count is exact and costs a few rows: read it first, and ask for no more
+            // tasks than can match, so the database stops as soon as it has found them all
+            // rather than read to the table's end for the page's last places. What makes
+            // the running few fast, which no index may name (see `filter_condition`).
+            let total = self.counted_tasks(filter).await?;
+            let remaining = match page.before {
+                None => Some(total),
+                // After a mark, the few that match (running tasks, say) are counted down to
+                // it: a short walk where they are, where reading past the last of them to
+                // the table's end would not be. Many matches fill a page soon enough.
+                Some(cursor) if total <= FEW_MATCHES => {
+                    Some(total.saturating_sub(self.task_count_before(filter, cursor, total).await?))
+                }
+                Some(_) => None,
+            };
+            if let Some(remaining) = remaining {
+                probe.limit = probe.limit.min(remaining);
+            }
+            let mut tasks = if probe.limit == 0 {
+                Vec::new()
+            } else {
+                self.task_list(filter, probe).await?
+            };
+            let next = next_mark(&mut tasks, page.limit);
+            return Ok(TaskListPage {
+                tasks,
+                total,
+                more: false,
+                next,
+            });
         }
-        self.counted_tasks(filter).await
+        let (mut tasks, (total, more)) = tokio::try_join!(
+            self.task_list(filter, probe),
+            self.task_count_up_to(filter, count_cap)
+        )?;
+        let next = next_mark(&mut tasks, page.limit);
+        Ok(TaskListPage {
+            tasks,
+            total,
+            more,
+            next,
+        })
+    }
+
+    /// How many tasks matching `filter` come before `cursor` in the lists' order (newer, or
+    /// as new and a higher id), counting at most `cap`: the walk from the top of the list
+    /// to the mark.
+    async fn task_count_before(
+        &self,
+        filter: &TaskFilter,
+        cursor: TaskCursor,
+        cap: u64,
+    ) -> Result<u64, QueueError> {
+        let before = Condition::any()
+            .add(task::Column::CreatedDate.gt(cursor.created))
+            .add(
+                Condition::all()
+                    .add(task::Column::CreatedDate.eq(cursor.created))
+                    .add(task::Column::Id.gte(cursor.id)),
+            );
+        let filter = filter_condition(filter).add(before);
+        self.count_up_to(filter, cap).await.map(|(count, _)| count)
+    }
+
+    /// How many tasks match `filter`. Where the counts the triggers keep
+    /// (`queue_task_count`) answer it, this reads those few rows whatever the table's size;
+    /// otherwise it counts the rows through the filter's index.
+    pub async fn task_count(&self, filter: &TaskFilter) -> Result<u64, QueueError> {
+        if counted_by_triggers(filter) {
+            return self.counted_tasks(filter).await;
+        }
+        Ok(task::Entity::find()
+            .filter(filter_condition(filter))
+            .count(&self.db)
+            .await?)
+    }
+
+    /// How many tasks match `filter`, counting at most `cap` rows: `(count, more)`, where
+    /// `more` says that more than `count` match. A list shows "more than 10,000" rather
+    /// than read a million rows to number them. Exact whenever the kept counts answer.
+    pub async fn task_count_up_to(
+        &self,
+        filter: &TaskFilter,
+        cap: u64,
+    ) -> Result<(u64, bool), QueueError> {
+        if counted_by_triggers(filter) {
+            return Ok((self.counted_tasks(filter).await?, false));
+        }
+        self.count_up_to(filter_condition(filter), cap).await
+    }
+
+    /// How many tasks meet `condition`, counting at most `cap` rows: `(count, more)`.
+    async fn count_up_to(&self, condition: Condition, cap: u64) -> Result<(u64, bool), QueueError> {
+        let limit = cap.saturating_add(1).min(i64::MAX as u64);
+        let matching = task::Entity::find()
+            .select_only()
+            .column(task::Column::Id)
+            .filter(condition)
+            .limit(limit)
+            .into_query();
+        let count = Query::select()
+            .expr(Expr::cust("COUNT(*)"))
+            .from_subquery(matching, "matching")
+            .to_owned();
+        let row = self
+            .db
+            .query_one_raw(self.db.get_database_backend().build(&count))
+            .await?;
+        let counted = row
+            .map(|row| row.try_get_by_index::<i64>(0))
+            .transpose()?
+            .unwrap_or(0);
+        let counted = u64::try_from(counted).unwrap_or(0);
+        Ok((counted.min(cap), counted > cap))
     }
 
     /// When the longest-waiting queued task became due: the queue's backlog age. A task

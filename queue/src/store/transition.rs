@@ -83,10 +83,11 @@ pub(crate) fn guarded(
         update.filter(Column::WorkflowStatus.is_in(transition.allowed_from().iter().copied()));
     if matches!(transition, Transition::Requeue) {
         // Reopening a finished task must not collide with an active task that took over
-        // its unique key meanwhile; such a task is skipped instead.
+        // its unique key meanwhile; such a task is skipped instead. A running task holds
+        // its own key, which is no collision.
         update.filter(Expr::cust(
             "(unique_key IS NULL OR unique_key NOT IN (SELECT t.active_unique_key \
-             FROM queue_task t WHERE t.active_unique_key IS NOT NULL))",
+             FROM queue_task t WHERE t.active_unique_key IS NOT NULL AND t.id <> queue_task.id))",
         ))
     } else {
         update

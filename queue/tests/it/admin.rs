@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use queue::testing::TestDatabase;
 use queue::{
-    Checkpoint, Page, Registry, TaskContext, TaskError, TaskExecutor, TaskFilter, TaskSelector,
-    TaskStatus,
+    Checkpoint, Page, Registry, TaskContext, TaskCursor, TaskError, TaskExecutor, TaskFilter,
+    TaskSelector, TaskStatus,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -14,6 +14,7 @@ use super::{CountingExecutor, new_task, setup};
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
     abandoning_a_running_task_cancels_it,
+    requeueing_a_stalled_task_takes_it_back_from_its_node_at_once,
     the_history_shows_every_step_of_an_abandoned_and_retried_task,
     a_failed_task_can_be_retried,
     lists_counts_and_filters,
@@ -91,6 +92,81 @@ async fn abandoning_a_running_task_cancels_it(db: TestDatabase) {
             .unwrap()
             .contains("no longer needed")
     );
+}
+
+/// An admin's "Requeue now": the running task goes back to the queue without waiting for
+/// the rescuer, its worker is fenced off (its next checkpoint finds the lease gone), and it
+/// runs again with a fresh budget. Retry, for tasks that ended badly, leaves it alone; and
+/// the task's own unique key is no collision.
+async fn requeueing_a_stalled_task_takes_it_back_from_its_node_at_once(db: TestDatabase) {
+    let mut bundle = setup(db);
+    let (tx, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry.register("test.endless", Endless { cancelled: tx });
+    let runtime = bundle.start("requeue", registry).await;
+    let task = bundle
+        .enqueue(new_task("test.endless").with_unique_key("stalled-1"))
+        .await;
+    bundle.wait_status(task.id, TaskStatus::Executing).await;
+    let store = &bundle.store;
+    let ids = TaskSelector::Ids(vec![task.id]);
+
+    let retried = store.task_retry_many(&ids, "admin").await.unwrap();
+    assert_eq!(
+        retried.skipped,
+        vec![task.id],
+        "retry is for tasks that ended"
+    );
+    let requeued = store
+        .task_requeue_running_many(&ids, "admin")
+        .await
+        .unwrap();
+    assert_eq!(requeued.changed, vec![task.id]);
+    let error = tokio::time::timeout(Duration::from_secs(10), cancelled.recv())
+        .await
+        .expect("the old worker noticed")
+        .unwrap();
+    assert_eq!(error, TaskError::Cancelled);
+    // The node claims it again: a second Executing after the admin's Queued.
+    let mut events = store.subscribe();
+    queue::testing::wait_until(
+        &mut events,
+        Duration::from_secs(30),
+        "claimed again",
+        async || {
+            let history = store.task_history(task.id).await.unwrap();
+            let claims = history.iter().filter(|e| e.status == TaskStatus::Executing);
+            claims.count() == 2
+        },
+    )
+    .await;
+    assert!(store.task_cancel_many(&ids, "lee").await.unwrap().changed == vec![task.id]);
+    runtime.shutdown(Duration::from_secs(5)).await;
+
+    let steps: Vec<_> = store
+        .task_history(task.id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|event| (event.status, event.attempt, event.actor.clone()))
+        .filter(|(_, _, actor)| !actor.starts_with("requeue"))
+        .collect();
+    use TaskStatus::{Abandoned, Queued};
+    assert_eq!(
+        steps,
+        [
+            (Queued, 0, "test".to_owned()),
+            (Queued, 0, "admin".to_owned()),
+            (Abandoned, 1, "lee".to_owned()),
+        ]
+    );
+    let row = bundle.task(task.id).await;
+    assert!(
+        row.workflow_status_desc
+            .unwrap()
+            .contains("abandoned by lee: cancelled")
+    );
+    bundle.assert_kept_tables_match_rows().await;
 }
 
 /// The history stores the claim an abandon ends (the next claim overwrites the row's copy)
@@ -205,18 +281,80 @@ async fn lists_counts_and_filters(db: TestDatabase) {
         ..TaskFilter::default()
     };
     assert_eq!(bundle.store.task_count(&by_owner).await.unwrap(), 3);
-    let page = bundle
-        .store
+    // Pages follow a mark: tasks enqueued in one call may share their creation time, and
+    // then their ids order them, so no task is repeated or skipped between pages.
+    let store = &bundle.store;
+    let first = store.task_list(&by_owner, Page::first(2)).await.unwrap();
+    let mark = first.last().map(|task| TaskCursor {
+        created: task.created_date,
+        id: task.id,
+    });
+    let rest = store
         .task_list(
             &by_owner,
             Page {
-                offset: 1,
+                before: mark,
                 limit: 10,
             },
         )
         .await
         .unwrap();
-    assert_eq!(page.len(), 2);
+    let paged: Vec<Uuid> = first.iter().chain(&rest).map(|task| task.id).collect();
+    let whole: Vec<Uuid> = store
+        .task_list(&by_owner, Page::first(10))
+        .await
+        .unwrap()
+        .iter()
+        .map(|task| task.id)
+        .collect();
+    assert_eq!((first.len(), rest.len()), (2, 1));
+    assert_eq!(paged, whole);
+    assert_eq!(
+        store.task_count_up_to(&by_owner, 2).await.unwrap(),
+        (2, true)
+    );
+    assert_eq!(
+        store.task_count_up_to(&by_owner, 3).await.unwrap(),
+        (3, false)
+    );
+    let oldest = &rest[0];
+    let just_it = TaskFilter {
+        id: Some(oldest.id),
+        ..TaskFilter::default()
+    };
+    assert_eq!(store.task_count(&just_it).await.unwrap(), 1);
+    let from_it = TaskFilter {
+        created_from: Some(oldest.created_date),
+        ..by_owner.clone()
+    };
+    let until_it = TaskFilter {
+        created_until: Some(oldest.created_date),
+        ..by_owner.clone()
+    };
+    assert_eq!(store.task_count(&from_it).await.unwrap(), 3);
+    assert_eq!(store.task_count(&until_it).await.unwrap(), 0);
+
+    // A filter the kept counts answer pages by its exact total: 2, 2, then the last one.
+    let queued_lists = TaskFilter {
+        statuses: vec![TaskStatus::Queued],
+        component: Some("test.list".to_owned()),
+        ..TaskFilter::default()
+    };
+    let mut before = None;
+    let mut seen = Vec::new();
+    loop {
+        let page = store
+            .task_page(&queued_lists, Page { before, limit: 2 }, 10_000)
+            .await
+            .unwrap();
+        assert_eq!((page.total, page.more), (3, false));
+        seen.extend(page.tasks.iter().map(|task| task.id));
+        match page.next {
+            Some(next) => before = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, whole);
     let by_component = TaskFilter {
         component: Some("test.other".to_owned()),
         statuses: vec![TaskStatus::Queued],

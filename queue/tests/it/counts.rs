@@ -105,7 +105,7 @@ async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
     let queued_b = queue::TaskFilter {
         statuses: vec![queue::TaskStatus::Queued],
         component: Some("test.b".into()),
-        owner_id: None,
+        ..Default::default()
     };
     bundle
         .store

@@ -12,6 +12,9 @@ use queue::{PeriodicContext, PeriodicJob, PeriodicTask, Registry, Runtime, Sched
 queue::backend_tests!(queue::schema::QueueMigrator =>
     a_job_due_every_second_runs_once_per_due_time_on_three_nodes,
     due_times_missed_while_every_node_was_down_run_once,
+    a_long_run_extends_its_lock_and_no_run_overlaps_it_on_three_nodes,
+    lock_at_least_for_skips_the_due_times_soon_after_a_quick_run,
+    admins_run_a_job_now_pause_it_and_resume_it,
 );
 
 /// Every run: its due time and the node that ran it.
@@ -124,4 +127,183 @@ async fn wait_for_runs(runs: &Runs, count: usize) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Counts runs, and the most that were ever under way at once.
+#[derive(Default)]
+struct Overlap {
+    running: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    runs: std::sync::atomic::AtomicUsize,
+    /// How long each run takes.
+    takes: Duration,
+}
+
+/// An [`Overlap`] the test keeps reading while the nodes run the job.
+struct Shared(Arc<Overlap>);
+
+#[async_trait::async_trait]
+impl PeriodicTask for Shared {
+    async fn run(&self, _ctx: &PeriodicContext) -> Result<(), String> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let this = &self.0;
+        let now = this.running.fetch_add(1, SeqCst) + 1;
+        this.most.fetch_max(now, SeqCst);
+        tokio::time::sleep(this.takes).await;
+        this.running.fetch_sub(1, SeqCst);
+        this.runs.fetch_add(1, SeqCst);
+        Ok(())
+    }
+}
+
+/// Three nodes with the job `name` (due every second) made by `job`; each node's store.
+async fn three_nodes(
+    db: &TestDatabase,
+    job: impl Fn() -> PeriodicJob,
+) -> Vec<(Store, queue::RuntimeHandle)> {
+    let mut nodes = Vec::new();
+    for name in ["node-a", "node-b", "node-c"] {
+        let store = Store::new(queue::database::connect(&db.url, 4).await.unwrap());
+        let mut registry = Registry::new();
+        registry.register_periodic(job());
+        let handle = Runtime::start(fast_config(name), store.clone(), registry)
+            .await
+            .unwrap();
+        nodes.push((store, handle));
+    }
+    nodes
+}
+
+async fn job_row(db: &TestDatabase, name: &str) -> queue::PeriodicJobStatus {
+    let jobs = Store::new(db.conn.clone()).periodic_list().await.unwrap();
+    jobs.into_iter().find(|job| job.name == name).unwrap()
+}
+
+/// A run lasting 2.5 s holds a lock taken for 0.6 s at a time: the runner extends it, so
+/// the due times in between, on every node, find it held and are recorded as skipped,
+/// never run beside it.
+async fn a_long_run_extends_its_lock_and_no_run_overlaps_it_on_three_nodes(db: TestDatabase) {
+    let overlap = Arc::new(Overlap {
+        takes: Duration::from_millis(2_500),
+        ..Overlap::default()
+    });
+    let job = || {
+        PeriodicJob::new(
+            "slow",
+            Schedule::Every(Duration::from_secs(1)),
+            Shared(overlap.clone()),
+        )
+        .with_lock_at_most_for(Duration::from_millis(600))
+    };
+    let nodes = three_nodes(&db, job).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while overlap.runs.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "two runs within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (_, node) in nodes {
+        node.shutdown(Duration::from_secs(5)).await;
+    }
+    assert_eq!(
+        overlap.most.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "runs overlapped"
+    );
+    let row = job_row(&db, "slow").await;
+    assert!(row.skipped_runs >= 2, "{row:?}");
+    assert!(row.last_skipped_at.is_some());
+    assert_eq!(
+        (row.lock_at_most_ms, row.lock_at_least_ms),
+        (Some(600), Some(0))
+    );
+}
+
+/// A quick job that keeps its lock 3.5 s after each start runs about every four due times
+/// of its one-second schedule; the due times between are skipped, on whichever node.
+async fn lock_at_least_for_skips_the_due_times_soon_after_a_quick_run(db: TestDatabase) {
+    let overlap = Arc::new(Overlap::default());
+    let job = || {
+        PeriodicJob::new(
+            "quick",
+            Schedule::Every(Duration::from_secs(1)),
+            Shared(overlap.clone()),
+        )
+        .with_lock_at_least_for(Duration::from_millis(3_500))
+    };
+    let nodes = three_nodes(&db, job).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while job_row(&db, "quick").await.skipped_runs < 5 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "five skips within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (_, node) in nodes {
+        node.shutdown(Duration::from_secs(5)).await;
+    }
+    let row = job_row(&db, "quick").await;
+    let runs = overlap.runs.load(std::sync::atomic::Ordering::SeqCst) as i64;
+    // Each run holds the lock over the next three due times (3.5 s), so at least three
+    // skips per run but the last; a loaded machine may coalesce some due times.
+    assert!(runs >= 2, "{runs} runs, {row:?}");
+    assert!(row.skipped_runs >= 3 * (runs - 1), "{runs} runs, {row:?}");
+    assert_eq!(row.lock_at_least_ms, Some(3_500));
+}
+
+/// An hourly job runs at its first due time, then again at once when an admin asks (which
+/// overrides its ten minutes of lock-at-least); a paused job refuses "run now" and runs on
+/// no node until resumed.
+async fn admins_run_a_job_now_pause_it_and_resume_it(db: TestDatabase) {
+    let overlap = Arc::new(Overlap::default());
+    let job = || {
+        PeriodicJob::new(
+            "hourly",
+            Schedule::Every(Duration::from_secs(3_600)),
+            Shared(overlap.clone()),
+        )
+        .with_lock_at_least_for(Duration::from_secs(600))
+    };
+    let nodes = three_nodes(&db, job).await;
+    let runs = || overlap.runs.load(std::sync::atomic::Ordering::SeqCst);
+    let wait_for = async |count: usize| {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while runs() < count {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{count} runs within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    wait_for(1).await;
+    let admin = &nodes[1].0;
+    assert!(admin.periodic_run_now("hourly").await.unwrap());
+    wait_for(2).await;
+
+    assert!(admin.periodic_set_paused("hourly", true).await.unwrap());
+    assert!(
+        !admin.periodic_set_paused("hourly", true).await.unwrap(),
+        "already paused"
+    );
+    assert!(
+        !admin.periodic_run_now("hourly").await.unwrap(),
+        "paused jobs do not run now"
+    );
+    assert!(job_row(&db, "hourly").await.paused);
+    assert!(admin.periodic_set_paused("hourly", false).await.unwrap());
+    assert!(!admin.periodic_run_now("nonesuch").await.unwrap());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for (_, node) in nodes {
+        node.shutdown(Duration::from_secs(5)).await;
+    }
+    assert_eq!(
+        runs(),
+        2,
+        "resuming does not run an hourly job before its hour"
+    );
+    assert!(!job_row(&db, "hourly").await.paused);
 }

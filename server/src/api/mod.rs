@@ -10,6 +10,7 @@ pub mod bulk;
 pub mod events;
 pub mod json;
 pub mod openapi;
+pub mod periodic;
 pub mod stream_limit;
 pub mod tasks;
 pub mod user;
@@ -34,6 +35,20 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
     Router::new()
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/tasks", get(tasks::list_tasks))
+        .route("/tasks/act", post(tasks::act_on_tasks))
+        .route("/periodic-jobs", get(periodic::list_periodic_jobs))
+        .route(
+            "/periodic-jobs/{name}/run",
+            post(periodic::run_periodic_job),
+        )
+        .route(
+            "/periodic-jobs/{name}/pause",
+            post(periodic::pause_periodic_job),
+        )
+        .route(
+            "/periodic-jobs/{name}/resume",
+            post(periodic::resume_periodic_job),
+        )
         .route("/tasks/{id}", get(tasks::get_task))
         .route("/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/task-events", get(events::task_events))

@@ -7,7 +7,7 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{bulk, events, tasks};
+use super::{bulk, events, periodic, tasks};
 use crate::web::SESSION_COOKIE;
 
 /// The document.
@@ -23,6 +23,11 @@ use crate::web::SESSION_COOKIE;
         tasks::list_tasks,
         tasks::get_task,
         tasks::cancel_task,
+        tasks::act_on_tasks,
+        periodic::list_periodic_jobs,
+        periodic::run_periodic_job,
+        periodic::pause_periodic_job,
+        periodic::resume_periodic_job,
         events::task_events,
         bulk::post_export,
         bulk::get_export_file,

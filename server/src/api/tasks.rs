@@ -5,20 +5,17 @@
 //! dashboard), and not the spec, which can hold thousands of ids.
 
 use app::api::ssr::AppState;
-use app::api::tasks::ssr_impl::{ListRequest, TaskViews, cancel, task_page, visible_task};
+use app::api::tasks::ssr_impl::{TaskViews, act, act_on_one, task_page, visible_task};
 use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use bulkq_types::task::TaskView;
-use queue::{Task, TaskStatus};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use bulkq_types::task::{ActOutcome, ActRequest, TaskAct, TaskView};
+use bulkq_types::task_query::{TaskPage, TaskQuery};
+use queue::Task;
 use uuid::Uuid;
 
+use super::json::ApiJson;
 use super::user::ApiUser;
-
-/// Tasks per list request when the client does not say.
-const DEFAULT_LIST_LIMIT: u64 = 50;
 
 /// `GET /api/1/tasks/{id}`: the owner's or, for admins, anyone's task. Others get a 404, so
 /// task ids of other users cannot even be confirmed to exist.
@@ -58,11 +55,32 @@ pub async fn cancel_task(
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
-    if !cancel(&state.store, &user.0, id).await? {
+    if !act_on_one(&state, &user.0, TaskAct::Cancel, id, "").await? {
         return Err(AppError::Conflict("The task has already finished.".into()));
     }
     let task = visible_task(&state.store, &user.0, id).await?;
     Ok(Json(view(task, &state).await?))
+}
+
+/// `POST /api/1/tasks/act`: cancels (owners and admins), retries, requeues or abandons
+/// (admins) the ticked tasks or every task a list's filters match. Tasks the act does not
+/// apply to, or that the caller may not see, are skipped.
+#[utoipa::path(post, path = "/tasks/act", tag = "tasks", request_body = ActRequest,
+    responses(
+        (status = 200, description = "How many tasks moved and how many were skipped", body = ActOutcome),
+        (status = 400, description = "Unreadable body", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 413, description = "The body is over 2 MB", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 403, description = "An act for admins only", body = ErrorBody),
+        (status = 422, description = "A bad filter, selection or reason", body = ErrorBody),
+    ))]
+pub async fn act_on_tasks(
+    State(state): State<AppState>,
+    user: ApiUser,
+    ApiJson(request): ApiJson<ActRequest>,
+) -> Result<Json<ActOutcome>, AppError> {
+    Ok(Json(act(&state, &user.0, request).await?))
 }
 
 /// A path's id, or a 400 that says which id is not a UUID.
@@ -70,36 +88,12 @@ pub fn parse_id(text: &str, what: &str) -> Result<Uuid, AppError> {
     Uuid::parse_str(text).map_err(|_| AppError::BadRequest(format!("The {what} id is not a UUID.")))
 }
 
-/// Query parameters of `GET /api/1/tasks`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Only the caller's own tasks. Staff always get only their own; for admins this is the
-    /// switch between their own and everyone's.
-    mine: Option<String>,
-    /// Only tasks in this status.
-    status: Option<TaskStatus>,
-    /// How many of the newest tasks to skip (at most 10,000,000).
-    #[serde(default)]
-    offset: u64,
-    /// Tasks per page, 1 to 200 (50 when absent).
-    limit: Option<u64>,
-}
-
-/// A page of tasks, newest first.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TaskList {
-    pub tasks: Vec<TaskView>,
-    pub total: u64,
-    pub offset: u64,
-    pub limit: u64,
-}
-
-/// `GET /api/1/tasks?mine&status=…&offset=…&limit=…`.
-#[utoipa::path(get, path = "/tasks", tag = "tasks", params(ListQuery),
+/// `GET /api/1/tasks?status=…&action=…&owner=…&created_from=…&created_to=…&id=…&before=…`:
+/// a page of the caller's tasks (anyone's for admins), newest first; `next` is the
+/// `before` of the page after.
+#[utoipa::path(get, path = "/tasks", tag = "tasks", params(TaskQuery),
     responses(
-        (status = 200, description = "A page of tasks, newest first", body = TaskList),
+        (status = 200, description = "A page of tasks, newest first", body = TaskPage),
         (status = 400, description = "Unreadable parameters", body = ErrorBody),
         (status = 401, description = "Not signed in", body = ErrorBody),
         (status = 422, description = "A parameter out of range", body = ErrorBody),
@@ -107,23 +101,10 @@ pub struct TaskList {
 pub async fn list_tasks(
     State(state): State<AppState>,
     user: ApiUser,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<TaskList>, AppError> {
+    query: Result<Query<TaskQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TaskPage>, AppError> {
     let Query(query) = query.map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
-    let request = ListRequest {
-        only_mine: query.mine.is_some(),
-        status: query.status,
-        offset: query.offset,
-        limit: query.limit.unwrap_or(DEFAULT_LIST_LIMIT),
-    };
-    let (tasks, total) = task_page(&state.store, &user.0, request).await?;
-    let views = TaskViews::load(&state).await?;
-    Ok(Json(TaskList {
-        tasks: tasks.into_iter().map(|task| views.view(task)).collect(),
-        total,
-        offset: request.offset,
-        limit: request.limit,
-    }))
+    Ok(Json(task_page(&state, &user.0, &query).await?))
 }
 
 /// The one view of a task, as both doors show it.

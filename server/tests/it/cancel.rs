@@ -21,6 +21,7 @@ use crate::helpers::*;
 queue::backend_tests!(Migrator =>
     owners_cancel_their_waiting_tasks,
     a_running_task_stops_with_what_it_committed,
+    a_running_export_stops_with_the_rows_it_committed,
 );
 
 /// `POST /api/1/tasks/{id}/cancel` as whoever holds `cookie`.
@@ -69,8 +70,8 @@ async fn owners_cancel_their_waiting_tasks(db: TestDatabase) {
     let second = bulk
         .submit("/api/1/caseload/watches", body.clone(), &sam)
         .await;
-    let form = format!("id={}", task_id(&second));
-    let (response, text) = send(&bulk.app, post_form("/api/cancel_task", &form, Some(&sam))).await;
+    let form = format!("id={}&act=cancel", task_id(&second));
+    let (response, text) = send(&bulk.app, post_form("/api/act_on_task", &form, Some(&sam))).await;
     assert_status(&response, &text, StatusCode::OK);
     assert_eq!(text, "true");
 
@@ -87,19 +88,25 @@ async fn owners_cancel_their_waiting_tasks(db: TestDatabase) {
     bulk.stop().await;
 }
 
-async fn a_running_task_stops_with_what_it_committed(db: TestDatabase) {
-    const PEOPLE: u64 = 5_000;
+/// Starts the action at `path` with `body` on 5,000 people, ten per batch, has its owner
+/// cancel it once 100 are done, and returns the node, the task's id and its final view,
+/// checked to have stopped part way.
+async fn cancelled_part_way(db: &TestDatabase, path: &str, body: Value) -> (Bulk, Uuid, Value) {
     let options = BulkOptions {
         batch_size: Some(10),
         ..BulkOptions::default()
     };
-    let bulk = Bulk::start_with(&db, options).await;
-    let people = insert_people(&db.conn, "running", PEOPLE as usize, None).await;
+    let bulk = Bulk::start_with(db, options).await;
     let sam = sign_in(&bulk.app).await;
-    let body = json!({"ids": ids_json(&people), "to_status": "INACTIVE", "reason": "stop me"});
-    let reference = bulk
-        .submit("/api/1/caseload/program-status-changes", body, &sam)
-        .await;
+    let body = match body {
+        Value::Object(mut fields) => {
+            let people = insert_people(&db.conn, "running", PEOPLE as usize, None).await;
+            fields.insert("ids".into(), ids_json(&people));
+            Value::Object(fields)
+        }
+        other => other,
+    };
+    let reference = bulk.submit(path, body, &sam).await;
     let id = task_id(&reference);
 
     // Once some batches have committed, its owner asks it to stop.
@@ -126,7 +133,18 @@ async fn a_running_task_stops_with_what_it_committed(db: TestDatabase) {
     assert_eq!(task["workflow_status"], "ABANDONED", "{task}");
     let done = task["progress_done"].as_u64().unwrap();
     assert!((100..PEOPLE).contains(&done), "it stopped part way: {task}");
+    (bulk, id, task)
+}
+
+/// People each running cancel test acts on.
+const PEOPLE: u64 = 5_000;
+
+async fn a_running_task_stops_with_what_it_committed(db: TestDatabase) {
+    let body = json!({"to_status": "INACTIVE", "reason": "stop me"});
+    let (bulk, id, task) =
+        cancelled_part_way(&db, "/api/1/caseload/program-status-changes", body).await;
     // Exactly the committed batches took effect, each person once, and the report says so.
+    let done = task["progress_done"].as_u64().unwrap();
     let report = &task["report"];
     let changed = report["changed"].as_u64().unwrap();
     assert_eq!(
@@ -140,5 +158,20 @@ async fn a_running_task_stops_with_what_it_committed(db: TestDatabase) {
         .await
         .unwrap();
     assert_eq!(history, changed);
+    bulk.stop().await;
+}
+
+/// A cancelled export keeps the rows of its committed batches, each once, and no more: its
+/// file is cut to what its checkpoint says.
+async fn a_running_export_stops_with_the_rows_it_committed(db: TestDatabase) {
+    let body = json!({"columns": ["id", "last_name"]});
+    let (bulk, id, task) = cancelled_part_way(&db, "/api/1/caseload/exports", body).await;
+    let done = task["progress_done"].as_u64().unwrap();
+    assert_eq!(task["report"]["changed"].as_u64(), Some(done), "{task}");
+    let csv = std::fs::read_to_string(bulk.exports.path().join(format!("{id}.csv"))).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    let distinct: std::collections::HashSet<&str> = rows.iter().copied().collect();
+    assert_eq!(rows.len() as u64, done, "one row per person done");
+    assert_eq!(distinct.len(), rows.len(), "no row twice");
     bulk.stop().await;
 }

@@ -357,10 +357,7 @@ async fn history_rows(db: &TestDatabase) -> Vec<(Uuid, Uuid)> {
 }
 
 async fn all_tasks(store: &Store) -> Vec<Task> {
-    let page = Page {
-        offset: 0,
-        limit: 1_000_000,
-    };
+    let page = Page::first(1_000_000);
     store.task_list(&TaskFilter::default(), page).await.unwrap()
 }
 

@@ -192,32 +192,61 @@ async fn hostile_bodies_are_refused_at_the_door_and_change_nothing(db: TestDatab
 async fn overflowing_page_numbers_answer_4xx_and_the_node_goes_on(db: TestDatabase) {
     let app = app(&db).await;
     let cookie = sign_in(&app).await;
+    let long_owner = "a".repeat(161);
     let cases = [
         (
-            "/api/1/tasks?offset=9223372036854775808",
+            "/api/1/tasks?before=9223372036854775808_00000000000000000000000000000000".to_owned(),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
         (
-            "/api/1/tasks?offset=18446744073709551615",
+            "/api/1/tasks?before=-9223372036854775808_00000000000000000000000000000000".to_owned(),
+            StatusCode::OK,
+        ),
+        (
+            "/api/1/tasks?limit=18446744073709551616".to_owned(),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
         (
-            "/api/1/tasks?offset=18446744073709551616",
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            "/api/1/tasks?limit=18446744073709551615",
+            "/api/1/tasks?limit=-1".to_owned(),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
-        ("/api/1/tasks?offset=-1", StatusCode::BAD_REQUEST),
-        ("/api/1/tasks?status=DONE", StatusCode::BAD_REQUEST),
+        (
+            "/api/1/tasks?created_from=9999-12-31&created_to=9999-12-31".to_owned(),
+            StatusCode::OK,
+        ),
+        (
+            "/api/1/tasks?created_to=10000-01-01".to_owned(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "/api/1/tasks?id=%00".to_owned(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            format!("/api/1/tasks?owner={long_owner}"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        ("/api/1/tasks?offset=1".to_owned(), StatusCode::BAD_REQUEST),
+        (
+            "/api/1/tasks?status=DONE".to_owned(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
     ];
     for (path, expected) in cases {
-        let (response, text) = answer(&app, get(path, Some(&cookie))).await;
+        let (response, text) = answer(&app, get(&path, Some(&cookie))).await;
         assert_eq!(response.status(), expected, "{path}: {text}");
     }
+    let (response, text) = answer(
+        &app,
+        post_json(
+            "/api/list_tasks",
+            r#"{"query": {"limit": "18446744073709551615"}}"#,
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_status(&response, &text, StatusCode::UNPROCESSABLE_ENTITY);
     let server_fns = [
-        ("/api/my_tasks", "page=18446744073709551615"),
         (
             "/api/search_caseload",
             "query[q]=&query[status]=&query[page]=18446744073709551615",

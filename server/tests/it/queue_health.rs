@@ -11,6 +11,7 @@ queue::backend_tests!(Migrator =>
     only_admins_see_queue_health,
     admins_repair_failed_tasks_in_bulk,
     nodes_are_live_stopped_or_dead,
+    admins_run_pause_and_resume_periodic_jobs,
 );
 
 async fn only_admins_see_queue_health(db: TestDatabase) {
@@ -99,11 +100,19 @@ async fn admins_repair_failed_tasks_in_bulk(db: TestDatabase) {
         0
     );
 
-    // Retry one by id, then abandon all matching (the two still in ERROR).
-    let retry_one = format!("ids[0]={}&all_matching=false", tasks[0].id);
+    // Retry one by id, then abandon all matching (the two still in ERROR): the page's
+    // "all matching" is the failed list's own query.
+    let act = |request: Value| {
+        post_json(
+            "/api/act_on_tasks",
+            &json!({ "request": request }).to_string(),
+            Some(&admin),
+        )
+    };
+    let all_failed = serde_json::to_value(app::api::admin::problems_query("")).unwrap();
     let (response, body) = send(
         &app,
-        post_form("/api/retry_tasks", &retry_one, Some(&admin)),
+        act(json!({"act": "retry", "selection": {"ids": [tasks[0].id]}})),
     )
     .await;
     assert_status(&response, &body, StatusCode::OK);
@@ -113,27 +122,15 @@ async fn admins_repair_failed_tasks_in_bulk(db: TestDatabase) {
     );
     let (response, body) = send(
         &app,
-        post_form(
-            "/api/abandon_tasks",
-            "all_matching=true&reason=+",
-            Some(&admin),
-        ),
+        act(json!({"act": "abandon", "selection": {"matching": all_failed}, "reason": " "})),
     )
     .await;
     assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
-    let (response, body) = send(
-        &app,
-        post_form("/api/retry_tasks", "all_matching=false", Some(&admin)),
-    )
-    .await;
+    let (response, body) = send(&app, act(json!({"act": "retry", "selection": {"ids": []}}))).await;
     assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
     let (_, body) = send(
         &app,
-        post_form(
-            "/api/abandon_tasks",
-            "all_matching=true&reason=obsolete",
-            Some(&admin),
-        ),
+        act(json!({"act": "abandon", "selection": {"matching": all_failed}, "reason": "obsolete"})),
     )
     .await;
     assert_eq!(
@@ -245,4 +242,70 @@ async fn nodes_are_live_stopped_or_dead(db: TestDatabase) {
     assert_eq!(state_of(&silent), "DEAD");
     assert_eq!(state_of(&replaced), "DEAD");
     assert_eq!(state_of(&restarted), "LIVE");
+}
+
+/// The periodic jobs through the JSON API and the dashboard's server function: listed with
+/// their lock times, paused (then "run now" is refused), resumed, and run now.
+async fn admins_run_pause_and_resume_periodic_jobs(db: TestDatabase) {
+    let store = Store::new(db.conn.clone());
+    let app = app_with_store(&db, store.clone()).await;
+    add_user(&db, "lee", Role::Staff).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let runtime = Runtime::start(fast_config("periodic-api"), store.clone(), Registry::new())
+        .await
+        .unwrap();
+    let staff = sign_in_as(&app, "lee").await;
+    let admin = sign_in_as(&app, "ada").await;
+    let (response, body) = send(&app, get("/api/1/periodic-jobs", Some(&staff))).await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+
+    let prune = async || -> Value {
+        let (response, body) = send(&app, get("/api/1/periodic-jobs", Some(&admin))).await;
+        assert_status(&response, &body, StatusCode::OK);
+        let jobs: Vec<Value> = serde_json::from_str(&body).unwrap();
+        jobs.into_iter()
+            .find(|job| job["name"] == "queue.prune")
+            .expect("listed")
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while prune().await["last_run"] == "" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first prune within 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let first = prune().await;
+    assert_eq!(first["paused"], false);
+    assert!(
+        first["lock_at_most_seconds"].as_i64().unwrap() > 0,
+        "{first}"
+    );
+
+    let post = |path: &str| post_json(path, "", Some(&admin));
+    let (response, body) = send(&app, post("/api/1/periodic-jobs/queue.prune/pause")).await;
+    assert_status(&response, &body, StatusCode::NO_CONTENT);
+    assert_eq!(prune().await["paused"], true);
+    let (response, body) = send(&app, post("/api/1/periodic-jobs/queue.prune/run")).await;
+    assert_status(&response, &body, StatusCode::CONFLICT);
+    let (response, body) = send(&app, post("/api/1/periodic-jobs/nonesuch/pause")).await;
+    assert_status(&response, &body, StatusCode::NOT_FOUND);
+    let (response, body) = send(&app, post("/api/1/periodic-jobs/queue.prune/resume")).await;
+    assert_status(&response, &body, StatusCode::NO_CONTENT);
+
+    // Run now, from the dashboard's door: the prune runs again within moments.
+    let (response, body) = send(
+        &app,
+        post_form("/api/run_periodic_job", "name=queue.prune", Some(&admin)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    while prune().await["last_run"] == first["last_run"] {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run now within 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    runtime.shutdown(std::time::Duration::from_secs(5)).await;
 }

@@ -1,6 +1,7 @@
 //! `caseload.export`: the target's rows written to a CSV file, one batch at a time, the
 //! file's length stored with each batch's checkpoint so a resumed attempt cuts off whatever
-//! a dead one wrote after it (see [`crate::export`]).
+//! a dead one wrote after it (see [`crate::export`]); an attempt that ends in error or is
+//! cancelled cuts it back itself.
 
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
@@ -45,14 +46,19 @@ impl TaskExecutor for ExportExecutor {
         // File writes are small (one batch) and synchronous, like the database driver's own
         // SQLite I/O; each batch ends with one fsync.
         let mut file = CsvExport::open(&path, options, resume).map_err(task_error)?;
-        if resume.is_none() {
+        let committed = match resume {
+            Some(progress) => progress,
             // The header is on disk before any batch is committed.
-            file.checkpoint().map_err(task_error)?;
-        }
-        let writer = FileWriter {
-            file: Mutex::new(file),
+            None => file.checkpoint().map_err(task_error)?,
         };
-        walk.run(ctx, &writer).await
+        let mut writer = FileWriter {
+            file: Mutex::new(file),
+            committed: Mutex::new(committed),
+            succeeded: false,
+        };
+        let outcome = walk.run(ctx, &writer).await;
+        writer.succeeded = outcome.is_ok();
+        outcome
     }
 }
 
@@ -60,6 +66,28 @@ impl TaskExecutor for ExportExecutor {
 struct FileWriter {
     /// Written by one batch's record at a time; the lock only satisfies `&self`.
     file: Mutex<CsvExport>,
+    /// How far the file was when the last batch committed.
+    committed: Mutex<ExportProgress>,
+    /// The walk ended well; otherwise (an error, a cancellation, or the attempt aborted
+    /// after its cancel grace, which drops this mid-batch) the file is cut back on drop.
+    succeeded: bool,
+}
+
+impl Drop for FileWriter {
+    /// Leaves exactly the committed batches' rows in the file, as a resumed attempt would.
+    fn drop(&mut self) {
+        if self.succeeded {
+            return;
+        }
+        let committed = *self
+            .committed
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        let file = self.file.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Err(error) = file.cut_back(committed) {
+            tracing::warn!(%error, "could not cut an unfinished export file back to its checkpoint");
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -101,6 +129,22 @@ impl BatchAction<Option<ExportProgress>> for FileWriter {
         progress.extra = Some(file.checkpoint().map_err(task_error)?);
         if file.is_full() {
             progress.finished = true;
+        }
+        Ok(())
+    }
+
+    /// Remembers how far the file is now that its batch is committed.
+    async fn after_commit(
+        &self,
+        _ctx: &mut TaskContext,
+        walk: &mut Walk<Option<ExportProgress>>,
+        _done: Self::Done,
+    ) -> Result<(), TaskError> {
+        if let Some(progress) = walk.progress.extra {
+            *self
+                .committed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = progress;
         }
         Ok(())
     }

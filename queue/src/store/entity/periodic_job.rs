@@ -23,6 +23,14 @@ pub struct Model {
     pub last_result: Option<String>,
     /// The node that ran it last.
     pub last_node: Option<String>,
+    /// Paused by an admin: no node runs it until it is resumed.
+    pub paused: bool,
+    /// The job's `lock_at_most_for` and `lock_at_least_for`, as the nodes declare them.
+    pub lock_at_most_ms: Option<i64>,
+    pub lock_at_least_ms: Option<i64>,
+    /// Due times that found the job's scheduler lock held, and the last of them.
+    pub skipped_runs: i64,
+    pub last_skipped_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

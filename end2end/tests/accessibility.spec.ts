@@ -1,0 +1,108 @@
+import AxeBuilder from '@axe-core/playwright';
+import { expect, Page } from '@playwright/test';
+import { hydrated, pageAs, screenshot, test, users } from './helpers';
+
+const widths = { desktop: { width: 1280, height: 800 }, phone: { width: 375, height: 740 } };
+const themes = ['light', 'dark'] as const;
+
+/** Fails on any serious or critical WCAG 2.1 A/AA violation axe-core finds on the page. */
+async function expectAccessible(page: Page, what: string) {
+  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  const bad = results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+  expect(bad, `${what}: ${bad.join('; ')}`).toEqual([]);
+}
+
+/** Fails when the page is wider than the window: at phone width nothing may need a
+ * sideways scroll of the whole page (wide tables scroll inside their own box). */
+async function expectNoSidewaysScroll(page: Page, what: string) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  expect(overflow, `${what} is ${overflow}px wider than the window`).toBeLessThanOrEqual(1);
+}
+
+test('every page passes axe-core in light and dark, at desktop and phone widths', async ({ browser }, testInfo) => {
+  test.setTimeout(180_000);
+  // A colleague's task, waiting until tomorrow, for the task page (admins see anyone's;
+  // the admin's own list stays empty for my-tasks.spec.ts).
+  const owner = await pageAs(browser, users.other);
+  await owner.goto('/tasks');
+  await hydrated(owner);
+  const taskId = await owner.evaluate(async () => {
+    const response = await fetch('/api/1/caseload/watches', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ all: true, run_at: new Date(Date.now() + 24 * 3600_000).toISOString() }),
+    });
+    return (await response.json()).id as string;
+  });
+  const pages = ['/', '/tasks', '/admin/tasks', `/tasks/${taskId}`, '/admin/queue', '/no-such-page'];
+  const origin = new URL(owner.url()).origin;
+
+  for (const theme of themes) {
+    for (const [name, viewport] of Object.entries(widths)) {
+      const page = await pageAs(browser, users.admin, { viewport });
+      await page.context().addCookies([{ name: 'bulkq_theme', value: theme, url: origin }]);
+      for (const path of pages) {
+        await page.goto(path);
+        await hydrated(page);
+        await expect(page.locator('html')).toHaveAttribute('data-theme', theme);
+        const what = `${path} (${theme}, ${name})`;
+        await expectAccessible(page, what);
+        if (name === 'phone') await expectNoSidewaysScroll(page, what);
+      }
+      if (name === 'phone') await screenshot(page, testInfo, `all tasks, ${theme}, phone`);
+    }
+  }
+
+  // Signed out: the sign-in page.
+  for (const theme of themes) {
+    const context = await browser.newContext({ viewport: widths.phone });
+    await context.addCookies([{ name: 'bulkq_theme', value: theme, url: origin }]);
+    const page = await context.newPage();
+    await page.goto('/login');
+    await hydrated(page);
+    await expectAccessible(page, `/login (${theme}, phone)`);
+    await expectNoSidewaysScroll(page, `/login (${theme}, phone)`);
+    await context.close();
+  }
+
+  await owner.evaluate(async (id) => {
+    await fetch(`/api/1/tasks/${id}/cancel`, { method: 'POST' });
+  }, taskId);
+});
+
+test('the theme follows the system until the toggle picks one, and the pick is remembered', async ({ browser }, testInfo) => {
+  const page = await pageAs(browser, users.staff, { colorScheme: 'dark' });
+  await page.context().clearCookies({ name: 'bulkq_theme' });
+  await page.goto('/tasks');
+  await hydrated(page);
+  const background = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  // The system says dark and nothing was picked: dark, with no data-theme.
+  await expect(page.locator('html')).not.toHaveAttribute('data-theme', /./);
+  const systemDark = await background();
+  await expect(page.getByTestId('theme-toggle')).toHaveText('Theme: system');
+
+  // System → light → dark, each at once; the pick outlives a reload.
+  await page.getByTestId('theme-toggle').click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  expect(await background()).not.toEqual(systemDark);
+  await page.getByTestId('theme-toggle').click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
+  expect(await background()).toEqual(systemDark);
+  await page.getByTestId('theme-toggle').click();
+  await page.getByTestId('theme-toggle').click();
+  await expect(page.getByTestId('theme-toggle')).toHaveText('Theme: light');
+  await page.reload();
+  await hydrated(page);
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await expect(page.getByTestId('theme-toggle')).toHaveText('Theme: light');
+  await screenshot(page, testInfo, 'my tasks, light by pick on a dark system');
+  // Back to the system's choice, which forgets the pick.
+  await page.getByTestId('theme-toggle').click();
+  await page.getByTestId('theme-toggle').click();
+  await expect(page.getByTestId('theme-toggle')).toHaveText('Theme: system');
+  await page.reload();
+  await hydrated(page);
+  await expect(page.locator('html')).not.toHaveAttribute('data-theme', /./);
+});
