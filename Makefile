@@ -1,7 +1,7 @@
 # The two commands the README promises, plus the pieces they are made of.
 # Every install step is idempotent: see scripts/install-tools.sh.
 
-.PHONY: run test build run-release build-release tools e2e chaos bench
+.PHONY: run test build run-release build-release tools e2e chaos bench bench-peers
 
 # Build (debug, the fastest build) and start the dashboard on http://127.0.0.1:3000 with the
 # embedded SQLite database under data/, demo users and a demo caseload.
@@ -42,3 +42,10 @@ chaos:
 # latency and aged-table figures, then the bulk actions at scale. See scripts/bench.sh.
 bench:
 	scripts/bench.sh
+
+# bulkq against graphile-worker 0.18 (default and batched) on the local PostgreSQL, three
+# interleaved repetitions (about 3 minutes after the release build): medians and ratios.
+# Installs Node 22 and graphile-worker from the npm registry when missing. Not part of
+# `make test`. See scripts/bench-peers.sh.
+bench-peers:
+	scripts/bench-peers.sh

@@ -1,6 +1,6 @@
 //! The queue's benchmark suite: `make bench` (or `cargo run --release -p queue --features
 //! testing --example queue_bench -- [--backend sqlite|postgres] [--tasks N] [--aged N]
-//! [--prefetch N]`).
+//! [--prefetch N] [--rounds N] [--only SCENARIO,...]`).
 //!
 //! Scenarios, each on SQLite and PostgreSQL (skipped when no server answers), each on a
 //! database of its own, with the product's default runtime configuration and full
@@ -10,7 +10,9 @@
 //!   transaction (enqueue rate), then the time from COMMIT until all are COMPLETED (drain
 //!   rate), with 16 workers in one process; on PostgreSQL also 2 processes × 8 workers.
 //!   Three rounds on the same database; the median round is the figure (see
-//!   [`DRAIN_ROUNDS`]), as in every drain below.
+//!   [`DRAIN_ROUNDS`]; `--rounds N` for another count), as in every drain below. Also the
+//!   CPU time per task (the machine's and the nodes'), and on PostgreSQL the database work
+//!   per task (see `work`).
 //! - **latency**: an idle node; this process enqueues 300 tasks one at a time, each in its
 //!   own committed transaction, 20 ms apart; the time from just before COMMIT to the
 //!   executor's first line, p50 / p95 / p99 / max. Its baseline, measured after the tasks
@@ -26,6 +28,11 @@
 //!   (`--prefetch N` for another value) instead of the default 256, the baseline for what
 //!   nodes gain by holding claimed tasks: the default's rate as a share of this one's.
 //!
+//! `--only` runs just the named scenarios, of `drain` (1 × 16), `drain_2x8`, `statements`,
+//! `latency`, `aged` and `no_prefetch`: `make bench-peers` (scripts/bench-peers.sh) runs
+//! `--backend postgres --only drain,drain_2x8,latency --rounds 1` once per repetition,
+//! interleaved with another queue's runs.
+//!
 //! The nodes are child processes of this one (see `worker`), so the figures include what
 //! crosses processes, and each node's peak RSS is its own. Prints one JSON line per scenario
 //! and a table at the end. These are figures to read, not tests.
@@ -33,13 +40,14 @@
 mod floor;
 mod report;
 mod statements;
+mod work;
 mod worker;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use queue::schema::QueueMigrator;
-use queue::testing::{Backend, TestDatabase};
+use queue::testing::{Backend, TestDatabase, postgres_admin_url};
 use queue::{Store, TaskFilter, TaskStatus};
 use sea_orm::ConnectionTrait;
 use serde_json::json;
@@ -55,7 +63,27 @@ struct Settings {
     tasks: usize,
     aged: usize,
     prefetch: usize,
+    /// Drains per drain scenario.
+    rounds: usize,
+    /// The scenarios to run, of [`SCENARIOS`].
+    only: Vec<String>,
 }
+
+impl Settings {
+    fn runs(&self, scenario: &str) -> bool {
+        self.only.iter().any(|name| name == scenario)
+    }
+}
+
+/// Every scenario's name for `--only`, in the order they run.
+const SCENARIOS: [&str; 6] = [
+    "drain",
+    "drain_2x8",
+    "statements",
+    "latency",
+    "aged",
+    "no_prefetch",
+];
 
 /// How the nodes of a drain run.
 #[derive(Debug, Clone, Copy)]
@@ -111,22 +139,36 @@ async fn main() -> Result<(), Error> {
     let mut report = Report::default();
     for &backend in &settings.backends {
         let name = format!("{backend:?}").to_lowercase();
-        let single = Shape::new(1, 16);
-        let Some(fresh) = drain(&mut report, backend, &settings, single, 0).await? else {
+        if backend == Backend::Postgres && postgres_admin_url().await.is_none() {
             println!("{name}: skipped, no server answers");
             continue;
-        };
-        if backend == Backend::Postgres {
+        }
+        let single = Shape::new(1, 16);
+        // The fresh 1 × 16 drain's rate, what the later scenarios are read against.
+        let mut fresh = None;
+        if settings.runs("drain") {
+            fresh = drain(&mut report, backend, &settings, single, 0).await?;
+        }
+        if backend == Backend::Postgres && settings.runs("drain_2x8") {
             drain(&mut report, backend, &settings, Shape::new(2, 8), 0).await?;
         }
-        if let Some(rate) = statements(&mut report, backend, &settings).await? {
+        if settings.runs("statements")
+            && let Some(rate) = statements(&mut report, backend, &settings).await?
+            && let Some(fresh) = fresh
+        {
             println!(
                 "{name}: the default drain at {:.0} % of the statements' rate alone",
                 fresh / rate * 100.0
             );
         }
-        latency(&mut report, backend).await?;
-        if let Some(aged) = drain(&mut report, backend, &settings, single, settings.aged).await? {
+        if settings.runs("latency") {
+            latency(&mut report, backend).await?;
+        }
+        if settings.runs("aged")
+            && let Some(aged) =
+                drain(&mut report, backend, &settings, single, settings.aged).await?
+            && let Some(fresh) = fresh
+        {
             println!(
                 "{name}: aged drain at {:.0} % of the fresh table's rate",
                 aged / fresh * 100.0
@@ -136,7 +178,10 @@ async fn main() -> Result<(), Error> {
             prefetch: settings.prefetch,
             ..single
         };
-        if let Some(rate) = drain(&mut report, backend, &settings, baseline, 0).await? {
+        if settings.runs("no_prefetch")
+            && let Some(rate) = drain(&mut report, backend, &settings, baseline, 0).await?
+            && let Some(fresh) = fresh
+        {
             println!(
                 "{name}: the default drain at {:.0} % of the rate with prefetch {}",
                 fresh / rate * 100.0,
@@ -154,6 +199,8 @@ fn settings(args: &[String]) -> Result<Settings, Error> {
         tasks: 20_000,
         aged: 1_000_000,
         prefetch: 0,
+        rounds: DRAIN_ROUNDS,
+        only: SCENARIOS.map(str::to_owned).to_vec(),
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -169,6 +216,24 @@ fn settings(args: &[String]) -> Result<Settings, Error> {
             "--tasks" => settings.tasks = value.parse()?,
             "--aged" => settings.aged = value.parse()?,
             "--prefetch" => settings.prefetch = value.parse()?,
+            "--rounds" => {
+                settings.rounds = value.parse()?;
+                if settings.rounds == 0 {
+                    return Err("--rounds must be at least 1".into());
+                }
+            }
+            "--only" => {
+                settings.only = value.split(',').map(str::to_owned).collect();
+                if let Some(unknown) = settings
+                    .only
+                    .iter()
+                    .find(|s| !SCENARIOS.contains(&s.as_str()))
+                {
+                    return Err(
+                        format!("unknown scenario {unknown:?}, not one of {SCENARIOS:?}").into(),
+                    );
+                }
+            }
             other => return Err(format!("unknown flag {other:?}").into()),
         }
     }
@@ -176,7 +241,7 @@ fn settings(args: &[String]) -> Result<Settings, Error> {
 }
 
 /// The drain scenario on a fresh database (with `aged` finished tasks retained when
-/// non-zero), [`DRAIN_ROUNDS`] times; returns the median round's drain rate, or `None` when
+/// non-zero), `settings.rounds` times; returns the median round's drain rate, or `None` when
 /// the backend has no server. Later rounds find the earlier rounds' tasks retained too (a
 /// few ten thousand, beside the aged table's million).
 async fn drain(
@@ -195,14 +260,21 @@ async fn drain(
         _ => Some(age(&store, aged).await?),
     };
     let mut nodes = Nodes::start(&db.url, shape).await?;
-    let mut rounds = Vec::with_capacity(DRAIN_ROUNDS);
-    for _ in 0..DRAIN_ROUNDS {
+    let before = work::snapshot(&db.url).await?;
+    let pids = nodes.pids();
+    let mut cpu = work::CpuTally::default();
+    let mut rounds = Vec::with_capacity(settings.rounds);
+    for _ in 0..settings.rounds {
+        let start = work::cpu(&pids);
         let enqueue = nodes.enqueue(settings.tasks).await?;
         let committed = Instant::now();
+        let at_commit = work::cpu(&pids);
         wait_until_drained(&store).await?;
         rounds.push((committed.elapsed(), enqueue));
+        cpu.add(start, at_commit, work::cpu(&pids));
     }
     let node_report = nodes.stop().await?;
+    let after = work::settled_snapshot(&db.url).await?;
     rounds.sort();
     let (drained, enqueue) = rounds[rounds.len() / 2];
     let tasks = settings.tasks as f64;
@@ -220,6 +292,14 @@ async fn drain(
     if let Some(ageing) = ageing {
         figures.push(("ageing the table s", ageing.as_secs_f64()));
     }
+    if let (Some(before), Some(after)) = (before, after) {
+        figures.extend(work::per_task(
+            before,
+            after,
+            settings.tasks * settings.rounds,
+        ));
+    }
+    figures.extend(cpu.figures(settings.tasks * settings.rounds));
     report.add(Figure {
         scenario: if aged == 0 { "drain" } else { "aged" },
         backend: format!("{backend:?}").to_lowercase(),
@@ -229,6 +309,7 @@ async fn drain(
         },
         params: json!({
             "tasks": settings.tasks,
+            "rounds": settings.rounds,
             "processes": shape.processes,
             "workers_per_process": shape.workers,
             "prefetch": shape.prefetch,

@@ -152,6 +152,14 @@ impl Nodes {
         Ok(nodes)
     }
 
+    /// The nodes' process ids (those still running).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|(child, _, _)| child.id())
+            .collect()
+    }
+
     /// Has the first node enqueue `n` no-op tasks; returns how long that took.
     pub async fn enqueue(&mut self, n: usize) -> Result<Duration, Error> {
         self.send(0, &format!("enqueue {n}")).await?;

@@ -7,7 +7,6 @@
 //! must be woken after the commit: [`QueueTransaction`] does that in its `commit`, which is
 //! why it is the recommended way to enqueue (a caller cannot forget a step it never takes).
 
-use std::collections::HashMap;
 use std::ops::Deref;
 
 use chrono::SubsecRound;
@@ -23,7 +22,7 @@ use super::entity::task::{self, ActiveModel};
 use super::{INSERT_CHUNK, Store, WriteClass, WriteTransaction, announce};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
-use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, Task};
+use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, QueueEvent, Task};
 
 /// The generated column holding a task's `unique_key` while the task is active (NULL after),
 /// under a unique index: the `ON CONFLICT` arbiter of an enqueue with a key (see
@@ -60,7 +59,9 @@ impl Store {
     }
 
     /// Inserts many tasks within `conn` and returns their rows in the same order; tasks
-    /// without a unique key go in with multi-row INSERTs.
+    /// without a unique key go in with multi-row INSERTs. The rows are built once and each
+    /// chunk's statement is built from them when it goes, so a large call holds its tasks
+    /// once (and one chunk's statement), not once per step.
     #[tracing::instrument(name = "enqueue_many", level = "debug", skip_all, fields(tasks = tasks.len()))]
     pub async fn enqueue_many<C: ConnectionTrait>(
         &self,
@@ -68,44 +69,33 @@ impl Store {
         tasks: Vec<NewTask>,
     ) -> Result<Vec<Task>, QueueError> {
         let now = self.clock.now();
-        let models: Vec<Task> = tasks.into_iter().map(|task| new_row(task, now)).collect();
-
-        let (keyed, plain): (Vec<_>, Vec<_>) = models
-            .iter()
-            .enumerate()
-            .partition(|(_, model)| model.unique_key.is_some());
-        let mut inserted = Vec::with_capacity(models.len());
+        let mut rows: Vec<Task> = tasks.into_iter().map(|task| new_row(task, now)).collect();
+        let mut inserted_any = false;
+        let plain: Vec<usize> = (0..rows.len())
+            .filter(|&index| rows[index].unique_key.is_none())
+            .collect();
         for chunk in plain.chunks(INSERT_CHUNK) {
-            let rows = chunk
+            let models = chunk
                 .iter()
-                .map(|(_, model)| ActiveModel::from((*model).clone()));
-            task::Entity::insert_many(rows)
+                .map(|&index| ActiveModel::from(rows[index].clone()));
+            task::Entity::insert_many(models)
                 .exec_without_returning(conn)
                 .await?;
-            inserted.extend(chunk.iter().map(|(_, model)| (*model).clone()));
+            inserted_any = true;
         }
-        let mut existing: HashMap<usize, Task> = HashMap::new();
-        for (index, model) in keyed {
-            match insert_unless_active(conn, model).await? {
-                Some(row) => inserted.push(row),
-                None => {
-                    existing.insert(index, active_with_key(conn, model).await?);
-                }
+        for row in rows.iter_mut().filter(|row| row.unique_key.is_some()) {
+            if insert_unless_active(conn, row).await? {
+                inserted_any = true;
+            } else {
+                *row = active_with_key(conn, row).await?;
             }
         }
 
         // No history entry: the row itself records its creation (see `history`).
-        if !inserted.is_empty() {
+        if inserted_any {
             announce::notify_wake(conn).await?;
         }
-        let mut by_id: HashMap<Uuid, Task> = inserted.into_iter().map(|t| (t.id, t)).collect();
-        Ok(models
-            .iter()
-            .enumerate()
-            .filter_map(|(index, model)| {
-                existing.remove(&index).or_else(|| by_id.remove(&model.id))
-            })
-            .collect())
+        Ok(rows)
     }
 
     /// Starts a [`QueueTransaction`]: a write transaction that wakes the producers and
@@ -156,13 +146,13 @@ pub(super) fn new_row(task: NewTask, now: chrono::DateTime<chrono::Utc>) -> Task
     }
 }
 
-/// Inserts a task with a unique key unless an active task holds the key (`None` then).
+/// Inserts a task with a unique key unless an active task holds the key (`false` then).
 /// `ON CONFLICT DO NOTHING` rather than catching the violation: on PostgreSQL a failed
 /// statement would abort the caller's whole transaction.
 async fn insert_unless_active<C: ConnectionTrait>(
     conn: &C,
     model: &Task,
-) -> Result<Option<Task>, QueueError> {
+) -> Result<bool, QueueError> {
     let result = task::Entity::insert(ActiveModel::from(model.clone()))
         .on_conflict(
             OnConflict::column(Alias::new(ACTIVE_UNIQUE_KEY))
@@ -174,10 +164,7 @@ async fn insert_unless_active<C: ConnectionTrait>(
         .exec_without_returning(conn)
         .await?;
     // `DO NOTHING` may report the conflict as zero rows inserted rather than `Conflicted`.
-    Ok(match result {
-        TryInsertResult::Inserted(rows) if rows > 0 => Some(model.clone()),
-        TryInsertResult::Inserted(_) | TryInsertResult::Conflicted | TryInsertResult::Empty => None,
-    })
+    Ok(matches!(result, TryInsertResult::Inserted(rows) if rows > 0))
 }
 
 /// The active task holding `model`'s unique key.
@@ -204,13 +191,13 @@ pub struct QueueTransaction {
     txn: WriteTransaction,
     store: Store,
     /// Announced to subscribers once the commit has succeeded.
-    enqueued: Vec<Task>,
+    enqueued: Vec<QueueEvent>,
 }
 
 impl QueueTransaction {
     pub async fn enqueue(&mut self, task: NewTask) -> Result<Task, QueueError> {
         let row = self.store.enqueue(&*self.txn, task).await?;
-        self.enqueued.push(row.clone());
+        self.enqueued.push(QueueEvent::from(&row));
         Ok(row)
     }
 
@@ -244,7 +231,7 @@ impl QueueTransaction {
 
     pub async fn enqueue_many(&mut self, tasks: Vec<NewTask>) -> Result<Vec<Task>, QueueError> {
         let rows = self.store.enqueue_many(&*self.txn, tasks).await?;
-        self.enqueued.extend(rows.iter().cloned());
+        self.enqueued.extend(rows.iter().map(QueueEvent::from));
         Ok(rows)
     }
 
@@ -252,7 +239,7 @@ impl QueueTransaction {
     /// their wake-up hints, if configured ([`Store::notify_enqueued`]).
     pub async fn commit(self) -> Result<(), QueueError> {
         self.txn.commit().await?;
-        self.store.notify_enqueued(&self.enqueued);
+        self.store.notify_enqueued_events(&self.enqueued);
         Ok(())
     }
 

@@ -160,14 +160,21 @@ impl Store {
     /// it returned; [`QueueTransaction::commit`] does it for you. Forgetting it delays the
     /// tasks by at most the producers' sweep interval.
     pub fn notify_enqueued(&self, tasks: &[Task]) {
-        if tasks.is_empty() {
+        let events: Vec<QueueEvent> = tasks.iter().map(QueueEvent::from).collect();
+        self.notify_enqueued_events(&events);
+    }
+
+    /// [`Store::notify_enqueued`] from the tasks' events, which is all it needs: a
+    /// transaction enqueueing thousands of tasks keeps these rather than their rows.
+    pub(crate) fn notify_enqueued_events(&self, events: &[QueueEvent]) {
+        if events.is_empty() {
             return;
         }
         self.notify_committed();
-        self.events.publish(tasks);
+        self.events.publish_events(events);
         #[cfg(feature = "amqp")]
         if let Some(hints) = &self.hints {
-            hints.send(tasks.iter().map(|task| task.id));
+            hints.send(events.iter().map(|event| event.task_id));
         }
     }
 
