@@ -87,6 +87,20 @@ pub struct Acting {
     pub last: RwSignal<Option<TaskAct>>,
 }
 
+impl Acting {
+    /// Dispatches `act` on `selection` and remembers it for [`ActResult`].
+    pub fn dispatch(self, act: TaskAct, selection: TaskSelection, reason: String) {
+        self.last.set(Some(act));
+        self.action.dispatch(ActOnTasks {
+            request: ActRequest {
+                act,
+                selection,
+                reason,
+            },
+        });
+    }
+}
+
 impl Default for Acting {
     fn default() -> Self {
         Acting {
@@ -111,14 +125,7 @@ pub fn ActBar(acting: Acting, acts: Vec<TaskAct>, chosen: Signal<Option<Chosen>>
     };
     let press = move |offered: TaskAct| {
         if let Some(chosen) = chosen.get_untracked() {
-            acting.last.set(Some(offered));
-            acting.action.dispatch(ActOnTasks {
-                request: ActRequest {
-                    act: offered,
-                    selection: chosen.selection,
-                    reason: reason.get_untracked(),
-                },
-            });
+            acting.dispatch(offered, chosen.selection, reason.get_untracked());
         }
     };
     let buttons = acts

@@ -4,7 +4,7 @@
 
 use bulkq_types::TaskStatus;
 use bulkq_types::actions::action_label;
-use bulkq_types::task::{ActRequest, TaskAct, TaskSelection};
+use bulkq_types::task::{TaskAct, TaskSelection};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
@@ -13,7 +13,6 @@ use crate::api::admin::{
     ProblemTask, QueueHealth, RunPeriodicJob, SetActionPaused, SetPeriodicPaused, get_queue_health,
     problems_query,
 };
-use crate::api::tasks::ActOnTasks;
 use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::task_acts::{ActBar, ActResult, Acting, Ticks};
 use crate::components::throughput_chart::ThroughputChart;
@@ -28,7 +27,6 @@ pub fn QueueHealthPage() -> impl IntoView {
     let action_filter = RwSignal::new(String::new());
     let reload = RwSignal::new(0u64);
     let acting = Acting::default();
-    let requeue = ServerAction::<ActOnTasks>::new();
     let run_job = ServerAction::<RunPeriodicJob>::new();
     let pause_job = ServerAction::<SetPeriodicPaused>::new();
     let pause = ServerAction::<SetActionPaused>::new();
@@ -38,7 +36,6 @@ pub fn QueueHealthPage() -> impl IntoView {
                 action_filter.get(),
                 reload.get(),
                 acting.action.version().get(),
-                requeue.version().get(),
                 run_job.version().get(),
                 pause_job.version().get(),
                 pause.version().get(),
@@ -51,7 +48,6 @@ pub fn QueueHealthPage() -> impl IntoView {
     use_task_stream(move |_| refetch());
     let actions = Actions {
         acting,
-        requeue,
         run_job,
         pause_job,
         pause,
@@ -86,9 +82,8 @@ pub fn QueueHealthPage() -> impl IntoView {
 /// The page's server actions, passed down together.
 #[derive(Clone, Copy)]
 struct Actions {
+    /// The failed list's acts and a stalled task's "Requeue now".
     acting: Acting,
-    /// A stalled task's "Requeue now".
-    requeue: ServerAction<ActOnTasks>,
     run_job: ServerAction<RunPeriodicJob>,
     pause_job: ServerAction<SetPeriodicPaused>,
     pause: ServerAction<SetActionPaused>,
@@ -295,13 +290,11 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                                             <button
                                                 type="button"
                                                 on:click=move |_| {
-                                                    actions.requeue.dispatch(ActOnTasks {
-                                                        request: ActRequest {
-                                                            act: TaskAct::Requeue,
-                                                            selection: TaskSelection::Ids(vec![id]),
-                                                            reason: String::new(),
-                                                        },
-                                                    });
+                                                    actions.acting.dispatch(
+                                                        TaskAct::Requeue,
+                                                        TaskSelection::Ids(vec![id]),
+                                                        String::new(),
+                                                    );
                                                 }
                                             >
                                                 "Requeue now"
@@ -315,14 +308,6 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                 </div>
             }.into_any()
         }}
-
-        {move || actions.requeue.value().get().map(|outcome| {
-            let words = match outcome {
-                Ok(done) => format!("{} ({} skipped).", TaskAct::Requeue.done_words(done.changed as u64), done.skipped),
-                Err(error) => error.to_string(),
-            };
-            view! { <p role="status" data-testid="requeue-result">{words}</p> }
-        })}
 
         <Problems health_problems=health.problems problem_total=health.problem_total action_names action_filter actions />
     }
