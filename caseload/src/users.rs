@@ -1,17 +1,16 @@
 //! Staff users: creation, roles and password checks.
 //!
-//! Passwords are hashed with argon2 (the `argon2` crate's default Argon2id parameters, which
-//! follow the OWASP recommendation). Hashing is deliberately slow, so it runs on tokio's
-//! blocking pool rather than stalling the async workers that serve requests.
+//! Passwords are hashed with argon2 (see `password`).
 
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+mod password;
+
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::entity::staff_user;
+use password::{hash_password, unknown_user_hash, verify_password};
 
 /// What a staff user may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,48 +192,6 @@ async fn find_by_username<C: ConnectionTrait>(
         .filter(staff_user::Column::Username.eq(username))
         .one(db)
         .await?)
-}
-
-async fn hash_password(password: String) -> Result<String, CaseloadError> {
-    run_blocking(move || {
-        let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|hash| hash.to_string())
-            .map_err(|e| CaseloadError::PasswordHash(e.to_string()))
-    })
-    .await
-}
-
-async fn verify_password(password: String, stored_hash: String) -> Result<bool, CaseloadError> {
-    run_blocking(move || {
-        let parsed = PasswordHash::new(&stored_hash)
-            .map_err(|e| CaseloadError::PasswordHash(e.to_string()))?;
-        Ok(Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok())
-    })
-    .await
-}
-
-/// A valid argon2 hash of a random secret, verified against when the username is unknown.
-fn unknown_user_hash() -> &'static str {
-    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HASH.get_or_init(|| {
-        let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
-        Argon2::default()
-            .hash_password(Uuid::new_v4().as_bytes(), &salt)
-            .map(|hash| hash.to_string())
-            .unwrap_or_default()
-    })
-}
-
-async fn run_blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, CaseloadError> + Send + 'static,
-) -> Result<T, CaseloadError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| CaseloadError::PasswordHash(e.to_string()))?
 }
 
 /// A random 16-character alphanumeric password, for generated accounts.

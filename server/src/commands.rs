@@ -63,6 +63,7 @@ pub struct Node {
 /// Opens the database and starts the queue and the web app as `serve` does, without
 /// listening: `serve` binds the router to its address, a benchmark drives it in-process.
 pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::Result<Node> {
+    crate::memory::give_large_blocks_back();
     let db = open_database(database_url, options.worker_connections).await?;
     // People's own pool: busy workers never keep a page or a sign-in waiting for a connection.
     let people_db = connect_pool(database_url, options.dashboard_connections).await?;

@@ -13,6 +13,7 @@
 //!   slow requests, [`client_address`] for the sign-in limits.
 //! - [`demo`]: the demo users and caseload.
 //! - [`metrics`]: `/metrics` in the Prometheus format.
+//! - [`memory`]: large blocks given back to the system when freed.
 
 pub mod api;
 pub mod auth_gate;
@@ -22,6 +23,7 @@ pub mod config;
 pub mod csrf;
 pub mod demo;
 pub mod failsafe;
+pub mod memory;
 pub mod metrics;
 pub mod security_headers;
 pub mod site;

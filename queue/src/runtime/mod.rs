@@ -207,6 +207,11 @@ impl Runtime {
             park_after_crashes: config.park_after_crashes.max(1),
         };
         let rescued = rescuer.run_once().await?;
+        // Data loaded before the node started (an import, a seed) is planned by its real
+        // size from the first request on, not only after the first prune.
+        if let Err(error) = store.refresh_planner_statistics().await {
+            tracing::warn!(%error, "refreshing the planner statistics failed");
+        }
         let heartbeat = Arc::new(heartbeat);
         let mut periodic_jobs = registry.periodic_jobs().to_vec();
         periodic_jobs.push(

@@ -1,6 +1,7 @@
 //! The pruner deletes finished tasks (with their history) once they are older than the
-//! retention and the rows of long-dead nodes, and compacts the counts by status. Like the
-//! rescuer it is a periodic job, run by one node per due time.
+//! retention and the rows of long-dead nodes, compacts the counts by status and refreshes
+//! SQLite's planner statistics where tables have changed much. Like the rescuer it is a
+//! periodic job, run by one node per due time.
 
 use std::time::Duration;
 
@@ -49,6 +50,7 @@ impl Pruner {
         }
         store.node_prune(cutoff).await?;
         store.counts_compact(cutoff).await?;
+        store.refresh_planner_statistics().await?;
         Ok(total)
     }
 }

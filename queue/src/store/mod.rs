@@ -16,6 +16,7 @@
 //! - `periodic`: the periodic jobs' shared rows.
 //! - `read`: lists, counts, history for dashboards.
 //! - `counts`: the counts by status and the throughput the triggers keep.
+//! - `statistics`: SQLite's planner statistics, refreshed.
 //! - `dialect`: the statements whose text differs between the backends.
 //! - `events`: the in-process wake-ups and task events a store's clones share.
 //! - `writes`: write transactions behind SQLite's gate ([`WriteTransaction`]).
@@ -37,6 +38,7 @@ pub(crate) mod node;
 mod people_writing;
 pub(crate) mod periodic;
 pub(crate) mod read;
+mod statistics;
 pub mod transition;
 pub mod write_gate;
 mod writes;

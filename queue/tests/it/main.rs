@@ -14,6 +14,7 @@ mod outcomes;
 mod periodic;
 mod prefetch;
 mod rescue;
+mod statistics;
 mod wake;
 
 use std::sync::Arc;
