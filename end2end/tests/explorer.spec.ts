@@ -51,7 +51,11 @@ test('the task explorer pages, filters by URL and acts on every matching task', 
 
   // Staff cancel every matching task of theirs at once; retry is not theirs to offer.
   await expect(staff.locator('button[data-act="retry"]')).toHaveCount(0);
-  await staff.getByTestId('select-all-matching').check();
+  // The list of the applied filters may still replace the one it navigated from, which
+  // clears a tick given to the old one: tick again until the tick holds.
+  await expect(async () => {
+    await staff.getByTestId('select-all-matching').check({ timeout: 1000 });
+  }).toPass();
   await staff.locator('button[data-act="cancel"]').click();
   await expect(staff.getByTestId('repair-result')).toContainText(/Cancelled \d+ tasks? \(0 skipped\)\./);
   await expect(staff.getByTestId('tasks-empty')).toHaveText('No tasks match these filters.');
