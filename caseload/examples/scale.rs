@@ -348,6 +348,9 @@ async fn run_action(
                 &MailTransport::Outbox(scratch.join("outbox")),
             )?,
             batch_size: batch_size()?,
+            batch_time_while_people_write: caseload::actions::batch_time_default(
+                db.get_database_backend(),
+            ),
         },
     )?;
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;

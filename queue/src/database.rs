@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbErr,
-    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
 use sea_orm_migration::MigratorTrait;
 
@@ -87,6 +87,15 @@ const POSTGRES_WARM_UP: &str = "DO $$ BEGIN \
          PERFORM 1 FROM queue_claim(now(), '', 0); \
      END IF; \
      END $$";
+
+/// The backend a database URL names: PostgreSQL for `postgres://…` (and `postgresql://…`),
+/// else SQLite.
+pub fn backend_of(url: &str) -> DbBackend {
+    match url.starts_with("postgres") {
+        true => DbBackend::Postgres,
+        false => DbBackend::Sqlite,
+    }
+}
 
 /// Opens a pool for `url` (`sqlite://…` or `postgres://…`).
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
@@ -168,7 +177,7 @@ enum MigrationLock {
 
 impl MigrationLock {
     async fn acquire(url: &str) -> Result<Self, DbErr> {
-        if url.starts_with("postgres") {
+        if backend_of(url) == DbBackend::Postgres {
             let conn = connect(url, 1).await?;
             conn.execute_unprepared(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
                 .await?;

@@ -15,6 +15,7 @@ use crate::error::TaskError;
 use crate::periodic::PeriodicJob;
 use crate::runtime::inflight::{CancelReason, RunningTask};
 use crate::state::RetryPolicy;
+use crate::store::batch_budget::{BatchBudget, BatchPlace};
 use crate::store::claim::Checkpoint;
 use crate::store::{Store, WriteTransaction};
 use crate::task::Task;
@@ -126,14 +127,22 @@ pub struct TaskContext {
     /// The row as claimed, with the checkpoint and progress of the last committed batch.
     task: Task,
     running: Arc<RunningTask>,
+    /// The node's budget of open batches while people write.
+    batches: BatchBudget,
 }
 
 impl TaskContext {
-    pub(crate) fn new(store: Store, task: Task, running: Arc<RunningTask>) -> Self {
+    pub(crate) fn new(
+        store: Store,
+        task: Task,
+        running: Arc<RunningTask>,
+        batches: BatchBudget,
+    ) -> Self {
         Self {
             store,
             task,
             running,
+            batches,
         }
     }
 
@@ -201,11 +210,20 @@ impl TaskContext {
         if !spare {
             return Ok(None);
         }
+        // Only a free place: a task holding one must never wait for another.
+        let place = match self.people_writing() {
+            true => self.batches.free_place(),
+            false => Some(BatchPlace::default()),
+        };
+        let Some(place) = place else {
+            return Ok(None);
+        };
         let turn = BatchTurn {
             key: format!("batch-turn:{}", self.task.id),
         };
         turn.lock(first).await?;
-        let txn = self.begin_batch().await?;
+        self.stop_if_cancelled()?;
+        let txn = self.store.begin_write().await?.holding(place);
         Ok(Some(FollowingBatch { txn, turn }))
     }
 
@@ -242,11 +260,19 @@ impl TaskContext {
     /// Returns [`TaskError::Cancelled`] once the cancellation token has fired. On SQLite the
     /// transaction holds the store's write slot: keep slow steps that need no database
     /// (network calls) outside it.
+    ///
+    /// While people write through the node, the batch first waits for a place in the node's
+    /// budget of open batches (`RuntimeConfig::batches_while_people_write`).
     pub async fn begin_batch(&self) -> Result<WriteTransaction, TaskError> {
-        if self.running.token.is_cancelled() {
-            return Err(TaskError::Cancelled);
-        }
+        self.stop_if_cancelled()?;
         self.begin_closing_batch().await
+    }
+
+    fn stop_if_cancelled(&self) -> Result<(), TaskError> {
+        match self.running.token.is_cancelled() {
+            true => Err(TaskError::Cancelled),
+            false => Ok(()),
+        }
     }
 
     /// Begins a batch even after the cancellation token has fired, to record side effects
@@ -255,7 +281,11 @@ impl TaskContext {
     /// allows `cancel_grace` for this before it aborts the task, and the commit is guarded
     /// by the claim as always.
     pub async fn begin_closing_batch(&self) -> Result<WriteTransaction, TaskError> {
-        Ok(self.store.begin_write().await?)
+        let place = match self.people_writing() {
+            true => self.batches.wait_for_place().await,
+            false => BatchPlace::default(),
+        };
+        Ok(self.store.begin_write().await?.holding(place))
     }
 
     /// Commits a batch begun with [`TaskContext::begin_batch`] together with its

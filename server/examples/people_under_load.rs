@@ -33,7 +33,7 @@ use queue::testing::{peak_rss_mib, reset_peak_rss};
 use queue::{Store, TaskStatus};
 use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, Iterable, Statement};
 use serde_json::json;
-use server::commands::{Node, open_database, start_node};
+use server::commands::{open_database, start_node};
 use server::config::ServeOptions;
 use tower::ServiceExt;
 
@@ -89,9 +89,14 @@ async fn main() -> anyhow::Result<()> {
         "--outbox-dir".as_ref(),
         outbox.as_os_str(),
     ]);
-    let Node { router, runtime } = start_node(&url, &options).await?;
-    let store = runtime.store().clone();
-    let office = Office { router, db, store };
+    let node = start_node(&url, &options).await?;
+    // The office's own pool, as the dashboard has its own.
+    let store = node.runtime.store().on_pool(db.clone());
+    let office = Office {
+        router: node.router.clone(),
+        db,
+        store,
+    };
 
     // 1. The backlog alone.
     let owners = office
@@ -140,7 +145,7 @@ async fn main() -> anyhow::Result<()> {
         timings.record(0, took.0, took.1);
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    runtime.shutdown(Duration::from_secs(10)).await;
+    node.shutdown(Duration::from_secs(10)).await?;
 
     let ratio = loaded_rate / alone_rate;
     let rss = peak_rss_mib();
@@ -168,7 +173,13 @@ async fn main() -> anyhow::Result<()> {
         "scenario": "people_under_load",
         "backend": backend,
         "cores": std::thread::available_parallelism().map_or(1, usize::from),
-        "params": { "people": people, "seconds": seconds, "clients": CLIENTS },
+        "params": {
+            "people": people,
+            "seconds": seconds,
+            "clients": CLIENTS,
+            "queue_nice": options.queue_nice,
+            "batches_while_people_write": options.batches_while_people_write,
+        },
         "figures": {
             "requests": kinds,
             "requests_per_s": timings.total() as f64 / elapsed,

@@ -15,11 +15,12 @@ use caseload::email::Mailer;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user, generate_password};
 use migration::Migrator;
-use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, Store};
+use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
 use crate::config::{CreateUserArgs, SeedArgs, ServeOptions};
+use crate::queue_threads::QueueThreads;
 use crate::smtp_settings::{MailSettings, PASSWORD_ENV};
 use crate::{demo, site, web};
 
@@ -54,22 +55,41 @@ async fn connect_pool(
 }
 
 /// A node as `serve` runs it: the dashboard and API, and the queue runtime working the
-/// same database.
+/// same database on threads of its own.
 pub struct Node {
     pub router: Router,
     pub runtime: RuntimeHandle,
+    /// What the queue runs on: keep it until `runtime` has shut down (see [`Node::shutdown`]).
+    pub queue_threads: QueueThreads,
+}
+
+impl Node {
+    /// Stops the queue as [`RuntimeHandle::shutdown`] does, then its threads.
+    pub async fn shutdown(self, grace: Duration) -> anyhow::Result<ShutdownReport> {
+        let Node {
+            runtime,
+            queue_threads,
+            ..
+        } = self;
+        queue_threads.run(runtime.shutdown(grace)).await
+    }
 }
 
 /// Opens the database and starts the queue and the web app as `serve` does, without
 /// listening: `serve` binds the router to its address, a benchmark drives it in-process.
 pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::Result<Node> {
     crate::memory::give_large_blocks_back();
-    let db = open_database(database_url, options.worker_connections).await?;
+    let queue_threads = QueueThreads::start(options.queue_nice)?;
+    // The queue's pool is opened from its threads, so its SQLite connection threads (and
+    // everything else the queue starts) inherit their priority.
+    let runtime = queue_threads
+        .run(start_queue(
+            database_url.to_owned(),
+            queue_settings(options, database_url)?,
+        ))
+        .await??;
     // People's own pool: busy workers never keep a page or a sign-in waiting for a connection.
     let people_db = connect_pool(database_url, options.dashboard_connections).await?;
-    if options.demo {
-        demo::ensure_demo_data(&db, options.demo_people).await?;
-    }
     let site_root = site::site_root(options.site_root.as_deref());
     if !site_root.join("pkg").is_dir() {
         tracing::warn!(
@@ -78,29 +98,6 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
         );
     }
     let leptos_options = site::leptos_options(&site_root, options.listen);
-    let amqp = options.amqp_url.as_deref().map(AmqpConfig::new);
-    let mut store = Store::new(db.clone());
-    if let Some(amqp) = &amqp {
-        store = store
-            .with_amqp_hints(amqp)
-            .context("setting up RabbitMQ wake-up hints")?;
-        tracing::info!(broker = %redact(&amqp.url), queue = %amqp.queue, "RabbitMQ wake-up hints on");
-    }
-    let runtime = Runtime::start(
-        RuntimeConfig {
-            system_id: options.system_id.clone(),
-            workers: options.workers,
-            prefetch: options.prefetch,
-            park_after_crashes: options.park_after_crashes,
-            amqp,
-            ..RuntimeConfig::default()
-        },
-        store,
-        registry(options)?,
-    )
-    .await
-    .context("starting the task queue")?;
-    tracing::info!(node = %runtime.node().node_id, workers = options.workers, "task queue started");
     let people_store = runtime.store().on_pool(people_db.clone());
     tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
         people_store.clone(),
@@ -125,12 +122,67 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
             trust_forwarded_for: options.trust_forwarded_for,
         },
     );
-    Ok(Node { router, runtime })
+    Ok(Node {
+        router,
+        runtime,
+        queue_threads,
+    })
+}
+
+/// What the queue of a `serve` node is started with.
+struct QueueSettings {
+    config: RuntimeConfig,
+    registry: Registry,
+    worker_connections: u32,
+    demo_people: Option<u64>,
+}
+
+fn queue_settings(options: &ServeOptions, database_url: &str) -> anyhow::Result<QueueSettings> {
+    Ok(QueueSettings {
+        config: RuntimeConfig {
+            system_id: options.system_id.clone(),
+            workers: options.workers,
+            prefetch: options.prefetch,
+            park_after_crashes: options.park_after_crashes,
+            batches_while_people_write: options.batches_while_people_write,
+            amqp: options.amqp_url.as_deref().map(AmqpConfig::new),
+            ..RuntimeConfig::default()
+        },
+        registry: registry(options, database_url)?,
+        worker_connections: options.worker_connections,
+        demo_people: options.demo.then_some(options.demo_people),
+    })
+}
+
+/// Opens the queue's pool (migrating the database first), adds the demo data if asked, and
+/// starts the queue runtime on the calling runtime.
+async fn start_queue(
+    database_url: String,
+    settings: QueueSettings,
+) -> anyhow::Result<RuntimeHandle> {
+    let db = open_database(&database_url, settings.worker_connections).await?;
+    if let Some(people) = settings.demo_people {
+        demo::ensure_demo_data(&db, people).await?;
+    }
+    let mut store = Store::new(db);
+    if let Some(amqp) = &settings.config.amqp {
+        store = store
+            .with_amqp_hints(amqp)
+            .context("setting up RabbitMQ wake-up hints")?;
+        tracing::info!(broker = %redact(&amqp.url), queue = %amqp.queue, "RabbitMQ wake-up hints on");
+    }
+    let workers = settings.config.workers;
+    let runtime = Runtime::start(settings.config, store, settings.registry)
+        .await
+        .context("starting the task queue")?;
+    tracing::info!(node = %runtime.node().node_id, workers, "task queue started");
+    Ok(runtime)
 }
 
 /// `serve`: the dashboard and API until SIGINT/SIGTERM.
 pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
-    let Node { router, runtime } = start_node(database_url, &options).await?;
+    let node = start_node(database_url, &options).await?;
+    let router = node.router.clone();
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
@@ -146,14 +198,14 @@ pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<
     .context("serving HTTP");
     // HTTP has stopped accepting; now stop claiming and let running tasks finish or hand
     // them back, whether HTTP ended cleanly or not.
-    let report = runtime.shutdown(options.shutdown_grace).await;
+    let report = node.shutdown(options.shutdown_grace).await?;
     tracing::info!(handed_back = report.cancelled, "task queue stopped");
     served
 }
 
-/// The executors this node runs: the bulk actions, with their export directory and mail
-/// transport.
-fn registry(options: &ServeOptions) -> anyhow::Result<Registry> {
+/// The executors this node runs: the bulk actions, with their export directory, mail
+/// transport and batch limits.
+fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Registry> {
     let transport = MailSettings {
         relay_url: options.smtp_url.as_ref(),
         relay_address: options.smtp_relay.as_ref(),
@@ -174,6 +226,9 @@ fn registry(options: &ServeOptions) -> anyhow::Result<Registry> {
             export_retention: options.export_retention,
             mailer,
             batch_size: options.batch_size,
+            batch_time_while_people_write: options.batch_time_while_people_write.unwrap_or_else(
+                || caseload::actions::batch_time_default(queue::database::backend_of(database_url)),
+            ),
         },
     )
     .with_context(|| format!("preparing {}", options.exports_dir.display()))?;

@@ -15,6 +15,10 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/bulkq.db?mode=rwc";
 /// Default `--dashboard-connections`.
 pub const DASHBOARD_CONNECTIONS_DEFAULT: u32 = 8;
 
+/// Default `--queue-nice`: the queue's threads weigh about a tenth of the dashboard's when
+/// both want a core (ADR 0046).
+pub const QUEUE_NICE_DEFAULT: u8 = 10;
+
 /// bulkq: bulk actions on a caseload, run by a transactional task queue.
 #[derive(Debug, Parser)]
 #[command(version, about)]
@@ -82,6 +86,18 @@ pub struct ServeOptions {
     #[arg(long, env = "BULKQ_DASHBOARD_CONNECTIONS", default_value_t = DASHBOARD_CONNECTIONS_DEFAULT,
           value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub dashboard_connections: u32,
+    /// How far below the dashboard's the task queue's CPU priority is, in nice steps (0–19;
+    /// 0 runs both alike). People's requests then get the cores first and the queue takes
+    /// what they leave.
+    #[arg(long, env = "BULKQ_QUEUE_NICE", default_value_t = QUEUE_NICE_DEFAULT,
+          value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub queue_nice: u8,
+    /// While people write through this node (a sign-in or a submission within 30 s), how
+    /// many batch transactions its tasks may have open at once, so that a person's query
+    /// still finds a core; 0 sets no limit. Defaults to the machine's cores.
+    #[arg(long, env = "BULKQ_BATCHES_WHILE_PEOPLE_WRITE",
+          default_value_t = queue::runtime::batches_while_people_write_default())]
+    pub batches_while_people_write: usize,
     /// Tasks this node executes at once (its executor slots).
     #[arg(long, env = "BULKQ_WORKERS", default_value_t = queue::runtime::WORKERS_DEFAULT)]
     pub workers: usize,
@@ -176,10 +192,26 @@ pub struct ServeOptions {
     #[arg(long, env = "BULKQ_TRUST_FORWARDED_FOR")]
     pub trust_forwarded_for: bool,
     /// The most people per batch (and per checkpoint) of a bulk action; while people are
-    /// writing, batches are sized to hold their transaction about 100 ms.
+    /// writing, batches are sized to hold their transaction about
+    /// `--batch-time-while-people-write`.
     #[arg(long, env = "BULKQ_BATCH_SIZE", default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub batch_size: u64,
+    /// While people write, how long one batch of a bulk action should hold its transaction:
+    /// on SQLite, about the longest a sign-in or a submission waits behind the queue.
+    /// Shorter batches cost the queue speed (a commit each). Defaults to 25ms on SQLite and
+    /// 100ms on PostgreSQL.
+    #[arg(long, env = "BULKQ_BATCH_TIME_WHILE_PEOPLE_WRITE", value_parser = batch_time)]
+    pub batch_time_while_people_write: Option<Duration>,
+}
+
+/// A batch's time while people write: 5 ms to 10 s (`40ms`, `1s`).
+fn batch_time(value: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(value).map_err(|e| e.to_string())?;
+    if !(Duration::from_millis(5)..=Duration::from_secs(10)).contains(&duration) {
+        return Err("must be between 5ms and 10s".into());
+    }
+    Ok(duration)
 }
 
 /// A duration of at least a second (`90s`, `12h`, `7days`).
@@ -244,6 +276,7 @@ mod tests {
         assert_eq!(serve.workers, 16);
         assert_eq!(serve.worker_connections, 16);
         assert_eq!(serve.dashboard_connections, 8);
+        assert_eq!(serve.queue_nice, 10);
         assert_eq!(serve.shutdown_grace, Duration::from_secs(30));
         assert_eq!(serve.exports_dir, PathBuf::from("data/exports"));
         assert_eq!(serve.export_row_cap, 1_000_000);
@@ -252,6 +285,7 @@ mod tests {
         assert_eq!(serve.smtp_url, None);
         assert_eq!(serve.amqp_url, None);
         assert_eq!(serve.batch_size, 5_000);
+        assert_eq!(serve.batch_time_while_people_write, None, "the backend's");
         assert_eq!(serve.park_after_crashes, 2);
         assert_eq!(serve.request_timeout, Duration::from_secs(30));
         assert_eq!(serve.streams_per_user, 6);
@@ -284,6 +318,14 @@ mod tests {
         ]);
         assert!(both.is_err());
         assert!(ServeOptions::try_parse_from(["bulkq", "--batch-size", "0"]).is_err());
+        for (flag, value) in [
+            ("--batch-time-while-people-write", "0s"),
+            ("--batch-time-while-people-write", "1min"),
+            ("--queue-nice", "20"),
+            ("--queue-nice", "-1"),
+        ] {
+            assert!(ServeOptions::try_parse_from(["bulkq", flag, value]).is_err());
+        }
         assert!(ServeOptions::try_parse_from(["bulkq", "--export-retention", "0s"]).is_err());
     }
 

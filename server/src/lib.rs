@@ -14,6 +14,7 @@
 //! - [`demo`]: the demo users and caseload.
 //! - [`metrics`]: `/metrics` in the Prometheus format.
 //! - [`memory`]: large blocks given back to the system when freed.
+//! - [`queue_threads`]: the queue's own threads, at a lower CPU priority than people's.
 
 pub mod api;
 pub mod auth_gate;
@@ -25,6 +26,7 @@ pub mod demo;
 pub mod failsafe;
 pub mod memory;
 pub mod metrics;
+pub mod queue_threads;
 pub mod security_headers;
 pub mod site;
 pub mod smtp_settings;

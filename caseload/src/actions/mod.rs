@@ -35,6 +35,7 @@ use executors::status_change::StatusChangeExecutor;
 use executors::watches::{UnwatchExecutor, WatchExecutor};
 pub use export_files::export_file;
 use pace::SharedPace;
+pub use pace::{POSTGRES_BATCH_TIME_DEFAULT, SQLITE_BATCH_TIME_DEFAULT, batch_time_default};
 pub use submit::{ActionRequest, submit};
 
 /// The most people per batch (and per checkpoint) when the configuration names no other
@@ -58,6 +59,9 @@ pub struct ActionsConfig {
     pub export_retention: Duration,
     pub mailer: Mailer,
     pub batch_size: u64,
+    /// How long one batch should hold its transaction while people write
+    /// ([`batch_time_default`] unless configured).
+    pub batch_time_while_people_write: Duration,
 }
 
 /// Registers the five executors (export, status change, watch, unwatch, email) and the
@@ -65,6 +69,8 @@ pub struct ActionsConfig {
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
+    let batch_time = config.batch_time_while_people_write;
+    let pace = move |rows| SharedPace::new(rows, batch_time);
     registry
         .register_periodic(export_files::export_cleanup_job(
             config.exports_dir.clone(),
@@ -74,32 +80,32 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             EXPORT,
             ExportExecutor {
                 exports_dir: config.exports_dir,
-                pace: SharedPace::new(batch_size),
+                pace: pace(batch_size),
             },
         )
         .register(
             PROGRAM_STATUS_CHANGE,
             StatusChangeExecutor {
-                pace: SharedPace::new(batch_size),
+                pace: pace(batch_size),
             },
         )
         .register(
             WATCH,
             WatchExecutor {
-                pace: SharedPace::new(batch_size),
+                pace: pace(batch_size),
             },
         )
         .register(
             UNWATCH,
             UnwatchExecutor {
-                pace: SharedPace::new(batch_size),
+                pace: pace(batch_size),
             },
         )
         .register(
             EMAIL,
             EmailExecutor {
                 mailer: config.mailer,
-                pace: SharedPace::new(batch_size.min(EMAIL_BATCH_MAX)),
+                pace: pace(batch_size.min(EMAIL_BATCH_MAX)),
             },
         );
     Ok(())

@@ -1,14 +1,32 @@
 //! Batch sizes by elapsed time: while people are writing, a bulk action's batch holds its
 //! transaction (on SQLite, the one write lock every person's sign-in and submission waits
-//! for) for about [`BATCH_TIME_TARGET`], whatever a row costs; otherwise it takes as many
-//! rows as configured, which is faster in all (ADR 0033).
+//! for) for about a target time ([`batch_time_default`]), whatever a row costs; otherwise
+//! it takes as many rows as configured, which is faster in all (ADR 0033).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How long one batch should hold its transaction: a person whose write waits behind a
-/// batch waits at most about this long (ADR 0033).
-pub(crate) const BATCH_TIME_TARGET: Duration = Duration::from_millis(100);
+use sea_orm::DbBackend;
+
+/// How long one batch should hold its transaction while people write, unless configured
+/// ([`batch_time_default`]).
+///
+/// SQLite: a person's sign-in or submission waits for the batch holding the one write
+/// lock, so batches are short enough that the wait stays within a page's budget, at some
+/// cost in batches' commits (ADR 0046).
+pub const SQLITE_BATCH_TIME_DEFAULT: Duration = Duration::from_millis(25);
+
+/// PostgreSQL: a batch holds no lock a person needs; its length only spaces out the
+/// commits, and shorter batches made the bulk work markedly slower (ADRs 0033, 0046).
+pub const POSTGRES_BATCH_TIME_DEFAULT: Duration = Duration::from_millis(100);
+
+/// The batch time while people write, on `backend`.
+pub fn batch_time_default(backend: DbBackend) -> Duration {
+    match backend {
+        DbBackend::Sqlite => SQLITE_BATCH_TIME_DEFAULT,
+        _ => POSTGRES_BATCH_TIME_DEFAULT,
+    }
+}
 
 /// The first batch of a walk, before its cost per row is known.
 const FIRST_BATCH_ROWS: u64 = 500;
@@ -20,15 +38,19 @@ const MIN_BATCH_ROWS: u64 = 20;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BatchPace {
     max_rows: u64,
+    /// How long a batch should hold its transaction while people write.
+    target: Duration,
     next_rows: u64,
 }
 
 impl BatchPace {
-    /// A pace for batches of at most `max_rows` (at least one).
-    pub fn new(max_rows: u64) -> Self {
+    /// A pace for batches of at most `max_rows` (at least one), each holding its
+    /// transaction for about `target` while people write.
+    pub fn new(max_rows: u64, target: Duration) -> Self {
         let max_rows = max_rows.max(1);
         BatchPace {
             max_rows,
+            target,
             next_rows: FIRST_BATCH_ROWS.min(max_rows),
         }
     }
@@ -50,7 +72,7 @@ impl BatchPace {
             return;
         }
         let per_row = (took.as_nanos() / u128::from(rows)).max(1);
-        let fit = u64::try_from(BATCH_TIME_TARGET.as_nanos() / per_row).unwrap_or(u64::MAX);
+        let fit = u64::try_from(self.target.as_nanos() / per_row).unwrap_or(u64::MAX);
         let floor = MIN_BATCH_ROWS.min(self.max_rows);
         self.next_rows = fit
             .min(self.next_rows.saturating_mul(2))
@@ -64,8 +86,8 @@ impl BatchPace {
 pub(crate) struct SharedPace(Arc<Mutex<BatchPace>>);
 
 impl SharedPace {
-    pub fn new(max_rows: u64) -> Self {
-        SharedPace(Arc::new(Mutex::new(BatchPace::new(max_rows))))
+    pub fn new(max_rows: u64, target: Duration) -> Self {
+        SharedPace(Arc::new(Mutex::new(BatchPace::new(max_rows, target))))
     }
 
     /// See [`BatchPace::rows`].
@@ -94,7 +116,7 @@ mod tests {
 
     #[test]
     fn starts_small_and_grows_at_most_twofold_to_the_maximum() {
-        let mut pace = BatchPace::new(5_000);
+        let mut pace = BatchPace::new(5_000, POSTGRES_BATCH_TIME_DEFAULT);
         assert_eq!(pace.rows(true), FIRST_BATCH_ROWS);
         // Cheap rows: 1 µs each, 100,000 would fit.
         pace.record(500, Duration::from_micros(500));
@@ -108,7 +130,7 @@ mod tests {
 
     #[test]
     fn shrinks_at_once_to_what_fits_in_the_target() {
-        let mut pace = BatchPace::new(5_000);
+        let mut pace = BatchPace::new(5_000, POSTGRES_BATCH_TIME_DEFAULT);
         // 1 ms a row: 100 fit in 100 ms.
         pace.record(500, Duration::from_millis(500));
         assert_eq!(pace.rows(true), 100);
@@ -119,21 +141,21 @@ mod tests {
 
     #[test]
     fn stays_within_the_minimum_and_the_configured_maximum() {
-        let mut pace = BatchPace::new(5_000);
+        let mut pace = BatchPace::new(5_000, POSTGRES_BATCH_TIME_DEFAULT);
         pace.record(500, Duration::from_secs(60));
         assert_eq!(pace.rows(true), MIN_BATCH_ROWS);
-        let mut small = BatchPace::new(7);
+        let mut small = BatchPace::new(7, POSTGRES_BATCH_TIME_DEFAULT);
         assert_eq!(small.rows(true), 7);
         small.record(7, Duration::from_secs(60));
         assert_eq!(small.rows(true), 7);
         small.record(7, Duration::ZERO);
         assert_eq!(small.rows(true), 7);
-        assert_eq!(BatchPace::new(0).rows(true), 1);
+        assert_eq!(BatchPace::new(0, POSTGRES_BATCH_TIME_DEFAULT).rows(true), 1);
     }
 
     #[test]
     fn tasks_sharing_a_pace_start_where_the_last_left_off() {
-        let pace = SharedPace::new(5_000);
+        let pace = SharedPace::new(5_000, POSTGRES_BATCH_TIME_DEFAULT);
         let other_task = pace.clone();
         pace.record(500, Duration::from_millis(500));
         assert_eq!(other_task.rows(true), 100);
@@ -142,7 +164,7 @@ mod tests {
 
     #[test]
     fn with_nobody_writing_a_batch_takes_the_most_allowed() {
-        let mut pace = BatchPace::new(5_000);
+        let mut pace = BatchPace::new(5_000, POSTGRES_BATCH_TIME_DEFAULT);
         assert_eq!(pace.rows(false), 5_000);
         pace.record(5_000, Duration::from_secs(5));
         assert_eq!(pace.rows(false), 5_000);
@@ -151,7 +173,7 @@ mod tests {
 
     #[test]
     fn an_empty_batch_teaches_nothing() {
-        let mut pace = BatchPace::new(5_000);
+        let mut pace = BatchPace::new(5_000, POSTGRES_BATCH_TIME_DEFAULT);
         pace.record(0, Duration::from_secs(5));
         assert_eq!(pace.rows(true), FIRST_BATCH_ROWS);
     }

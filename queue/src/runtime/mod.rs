@@ -41,6 +41,7 @@ pub use rescuer::{NODE_TIMEOUT_DEFAULT, PARK_AFTER_CRASHES_DEFAULT, RESCUE_INTER
 use crate::error::QueueError;
 use crate::executor::Registry;
 use crate::periodic::{PeriodicJob, Schedule};
+use crate::store::batch_budget::BatchBudget;
 use crate::store::{NodeIdentity, RescueOutcome, Store};
 use completer::Completer;
 use heartbeat::Heartbeat;
@@ -110,6 +111,11 @@ pub struct RuntimeConfig {
     pub cancel_grace: Duration,
     /// Outcomes applied per transaction at most. Default [`COMPLETION_BATCH_DEFAULT`].
     pub completion_batch: usize,
+    /// While people write through the node (a sign-in, a submission within the last
+    /// 30 s), how many batch transactions its tasks may have open at once; the others wait
+    /// for one to commit, so a person's query has a core (ADR 0046). Default: the machine's
+    /// cores ([`batches_while_people_write_default`]); 0 sets no limit.
+    pub batches_while_people_write: usize,
     /// RabbitMQ wake-up hints to consume (feature `amqp`): with `Some`, the producer also
     /// wakes for every hint on the durable queue (see [`crate::amqp`]), which lets stores in
     /// other processes wake this node. Default `None`: no broker involved.
@@ -133,10 +139,16 @@ impl Default for RuntimeConfig {
             retention: RETENTION_DEFAULT,
             cancel_grace: CANCEL_GRACE_DEFAULT,
             completion_batch: COMPLETION_BATCH_DEFAULT,
+            batches_while_people_write: batches_while_people_write_default(),
             #[cfg(feature = "amqp")]
             amqp: None,
         }
     }
+}
+
+/// The default [`RuntimeConfig::batches_while_people_write`]: one open batch per core.
+pub fn batches_while_people_write_default() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 impl RuntimeConfig {
@@ -252,6 +264,7 @@ impl Runtime {
                     cancel_grace: config.cancel_grace,
                     node_id,
                     pace: Pace::default(),
+                    batches: BatchBudget::new(config.batches_while_people_write),
                 },
                 slots: Arc::new(Semaphore::new(config.workers)),
                 workers: config.workers,

@@ -15,6 +15,7 @@ use crate::error::TaskError;
 use crate::executor::{Registry, TaskContext};
 use crate::state::{AttemptInfo, AttemptOutcome, Transition, after_attempt};
 use crate::store::Store;
+use crate::store::batch_budget::BatchBudget;
 use crate::store::transition::Finish;
 use crate::task::Task;
 
@@ -30,6 +31,8 @@ pub(crate) struct Worker {
     pub node_id: Arc<str>,
     /// Where this node's execution times go, for the producer's prefetch.
     pub pace: Pace,
+    /// The node's budget of open batches while people write.
+    pub batches: BatchBudget,
 }
 
 impl Worker {
@@ -82,7 +85,12 @@ impl Worker {
         };
         let (executor, config) = (registered.executor.clone(), registered.config.clone());
         let running = self.inflight.insert(task.id, task.lease_version);
-        let mut ctx = TaskContext::new(self.store.clone(), task.clone(), running.clone());
+        let mut ctx = TaskContext::new(
+            self.store.clone(),
+            task.clone(),
+            running.clone(),
+            self.batches.clone(),
+        );
         let began = Instant::now();
         let mut handle = tokio::spawn(
             async move { executor.execute(&mut ctx).await }.instrument(tracing::Span::current()),

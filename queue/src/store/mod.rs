@@ -22,9 +22,11 @@
 //! - `writes`: write transactions behind SQLite's gate ([`WriteTransaction`]).
 //! - `write_gate`: SQLite's one writer, people ahead of background work.
 //! - `people_writing`: when a person last wrote, for background work to keep out of the way.
+//! - `batch_budget`: how many batches may be open at once while people write.
 
 pub(crate) mod admin;
 pub(crate) mod announce;
+pub(crate) mod batch_budget;
 pub mod claim;
 pub(crate) mod counts;
 pub(crate) mod dialect;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr};
 
+use super::batch_budget::BatchPlace;
 use super::people_writing::PeopleWriting;
 use super::write_gate::{WriteClass, WriteGate, WritePass};
 
@@ -42,7 +43,11 @@ impl Writes {
     ) -> Result<WriteTransaction, DbErr> {
         let gate = self.slot(class).await?;
         let txn = crate::database::begin_immediate(db).await?;
-        Ok(WriteTransaction { txn, _gate: gate })
+        Ok(WriteTransaction {
+            txn,
+            _gate: gate,
+            _place: BatchPlace::default(),
+        })
     }
 
     /// The gate's slot for one write of `class`; `None` without a gate.
@@ -86,9 +91,19 @@ pub struct WriteTransaction {
     // Declared first so it is dropped (rolled back) before the gate opens.
     txn: DatabaseTransaction,
     _gate: Option<WritePass>,
+    /// A batch's place in its node's budget, given back when the transaction ends.
+    _place: BatchPlace,
 }
 
 impl WriteTransaction {
+    /// This transaction, holding `place` until it ends.
+    pub(crate) fn holding(self, place: BatchPlace) -> Self {
+        WriteTransaction {
+            _place: place,
+            ..self
+        }
+    }
+
     pub async fn commit(self) -> Result<(), DbErr> {
         self.txn.commit().await
     }

@@ -3,6 +3,7 @@
 mod admin;
 #[cfg(feature = "amqp")]
 mod amqp;
+mod batch_budget;
 mod claim;
 mod connection;
 mod counts;

@@ -82,6 +82,9 @@ impl Bulk {
                 export_retention,
                 mailer,
                 batch_size: batch_size.unwrap_or(500),
+                batch_time_while_people_write: caseload::actions::batch_time_default(
+                    db.conn.get_database_backend(),
+                ),
             },
         )
         .unwrap();
