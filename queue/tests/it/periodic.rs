@@ -280,6 +280,16 @@ async fn admins_run_a_job_now_pause_it_and_resume_it(db: TestDatabase) {
         }
     };
     wait_for(1).await;
+    // "Run now" while a run is under way keeps that run's lock (and is recorded as
+    // skipped), so ask once the first run has been recorded as finished.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while job_row(&db, "hourly").await.last_finished_at.is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "first run finished within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let admin = &nodes[1].0;
     assert!(admin.periodic_run_now("hourly").await.unwrap());
     wait_for(2).await;
