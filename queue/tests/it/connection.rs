@@ -43,6 +43,7 @@ async fn connections_are_durable_and_tuned(db: TestDatabase) {
                 assert_eq!(integer(conn, "PRAGMA synchronous").await, 2, "FULL");
                 assert_eq!(integer(conn, "PRAGMA foreign_keys").await, 1);
                 assert_eq!(integer(conn, "PRAGMA wal_autocheckpoint").await, 40_000);
+                assert_eq!(integer(conn, "PRAGMA temp_store").await, 2, "MEMORY");
             }
         }
         Backend::Postgres => {
