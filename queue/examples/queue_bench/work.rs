@@ -43,7 +43,7 @@ pub struct Snapshot {
 /// The counters now, read over a connection of its own to the database at `url`; `None` on
 /// any backend but PostgreSQL.
 pub async fn snapshot(url: &str) -> Result<Option<Snapshot>, Error> {
-    if !url.starts_with("postgres") {
+    if queue::database::backend_of(url) != DbBackend::Postgres {
         return Ok(None);
     }
     let db = queue::database::connect(url, 1).await?;

@@ -1,12 +1,12 @@
 //! Throwaway databases for tests: a SQLite file in a temporary directory, or a PostgreSQL
 //! database with a unique name that is dropped again when the test is done.
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
 use sea_orm_migration::MigratorTrait;
 use tempfile::TempDir;
 use uuid::Uuid;
 
-use crate::database::connect;
+use crate::database::{backend_of, connect};
 
 /// The PostgreSQL server tried when neither `TEST_DATABASE_URL` nor `DATABASE_URL` names one.
 const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -44,7 +44,7 @@ pub async fn postgres_admin_url() -> Option<String> {
     let url = std::env::var("TEST_DATABASE_URL")
         .ok()
         .or_else(|| std::env::var("DATABASE_URL").ok())
-        .filter(|url| url.starts_with("postgres"))
+        .filter(|url| backend_of(url) == DbBackend::Postgres)
         .unwrap_or_else(|| DEFAULT_POSTGRES_URL.to_owned());
     match connect(&url, 1).await {
         Ok(conn) => {
