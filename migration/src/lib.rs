@@ -53,6 +53,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261125_000100_crash_count::Migration),
             Box::new(queue::schema::m20261125_000110_unique_key_lookup::Migration),
             Box::new(queue::schema::m20261126_000120_periodic_controls::Migration),
+            Box::new(queue::schema::m20261126_000130_task_watchers::Migration),
         ]
     }
 }

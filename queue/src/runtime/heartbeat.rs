@@ -1,7 +1,8 @@
 //! The heartbeat keeps this node's `queue_node` row fresh (so no other node rescues its
 //! tasks) and checks that the node still holds the tasks it runs: an attempt whose task was
 //! abandoned or rescued meanwhile has its cancellation token fired, so even an executor that
-//! never commits a batch hears about it.
+//! never commits a batch hears about it. It also keeps this store's entry among the
+//! watchers of task changes while it has subscribers (see `store::watchers`).
 
 use std::time::Duration;
 
@@ -17,6 +18,8 @@ pub(crate) struct Heartbeat {
     pub store: Store,
     pub node: NodeIdentity,
     pub inflight: InFlight,
+    /// How long the watcher entry lasts past each heartbeat: several heartbeats.
+    pub watch_ttl: Duration,
 }
 
 /// What one heartbeat did.
@@ -32,6 +35,7 @@ impl Heartbeat {
         self.store
             .node_heartbeat(&self.node, claims.len(), self.store.clock().now())
             .await?;
+        self.store.watch_refresh(self.watch_ttl).await?;
         let held = self.store.task_get_held(&claims).await?;
         let mut lost = 0;
         for (id, lease_version) in claims {

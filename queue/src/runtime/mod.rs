@@ -42,6 +42,7 @@ use crate::error::QueueError;
 use crate::executor::Registry;
 use crate::periodic::{PeriodicJob, Schedule};
 use crate::store::batch_budget::BatchBudget;
+use crate::store::watchers::WATCH_TTL;
 use crate::store::{NodeIdentity, RescueOutcome, Store};
 use completer::Completer;
 use heartbeat::Heartbeat;
@@ -210,6 +211,7 @@ impl Runtime {
             store: store.clone(),
             node: node.clone(),
             inflight: inflight.clone(),
+            watch_ttl: WATCH_TTL.max(config.node_timeout * 2),
         };
         heartbeat.run_once().await?;
         let rescuer = Rescuer {

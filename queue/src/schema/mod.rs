@@ -17,6 +17,7 @@ pub mod m20261124_000090_steady_plans;
 pub mod m20261125_000100_crash_count;
 pub mod m20261125_000110_unique_key_lookup;
 pub mod m20261126_000120_periodic_controls;
+pub mod m20261126_000130_task_watchers;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -31,6 +32,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261125_000100_crash_count::Migration),
         Box::new(m20261125_000110_unique_key_lookup::Migration),
         Box::new(m20261126_000120_periodic_controls::Migration),
+        Box::new(m20261126_000130_task_watchers::Migration),
     ]
 }
 

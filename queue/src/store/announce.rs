@@ -80,6 +80,8 @@ impl ChangedTasks {
 ///
 /// One statement instead of an UPDATE and then a `SELECT pg_notify` per payload: a claim
 /// or a batch of completions is a single round trip, and needs no transaction of its own.
+/// It announces only while another store watches (`queue_watcher`, see `watchers`): the
+/// test is one lookup per statement, which gates the notifications' assembly too.
 ///
 /// A notification names the changed tasks only ([`ChangedTasks`], [`IDS_PER_NOTIFICATION`]
 /// to a payload, which PostgreSQL caps below 8,000 bytes); a node with subscribers reads
@@ -98,7 +100,10 @@ pub(crate) fn announcing(update: Statement, origin: Uuid) -> Statement {
          announced AS ( \
              SELECT pg_notify('{EVENT_CHANNEL}', ${origin_parameter} || string_agg(' ' || id::text, '')) \
              FROM (SELECT id, (row_number() OVER () - 1) / {IDS_PER_NOTIFICATION} AS part \
-                   FROM changed) AS numbered \
+                   FROM changed \
+                   WHERE EXISTS (SELECT 1 FROM queue_watcher \
+                                 WHERE origin <> ${origin_parameter}::uuid \
+                                   AND expires_date > now())) AS numbered \
              GROUP BY part) \
          SELECT changed.* FROM changed, (SELECT count(*) FROM announced) AS sent",
         update = update.sql,
@@ -152,6 +157,8 @@ mod tests {
             .await
             .unwrap();
         listener.listen(EVENT_CHANNEL).await.unwrap();
+        // Another store watches, so the claim announces (see `watchers`).
+        let _watching = Store::new(db.conn.clone()).subscribe().await.unwrap();
         let tasks = (0..1_000)
             .map(|_| NewTask::new("test.announce", serde_json::json!({}), Uuid::nil()))
             .collect();

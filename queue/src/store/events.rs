@@ -1,7 +1,7 @@
 //! The store's in-process signals: waking this process's producers, and the stream of task
 //! changes its subscribers read. Shared by every clone of a store.
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
 use crate::task::{QueueEvent, Task};
@@ -23,6 +23,9 @@ pub(crate) struct EventBus {
     /// Bumped when an admin changed a periodic job (run now, pause, resume), so this
     /// node's job loops look again at once instead of after their nap.
     periodic: watch::Sender<u64>,
+    /// Whether this store is listed in `queue_watcher` (see `watchers`); held while the
+    /// entry is written, so a subscription and a heartbeat never undo each other's.
+    watch_entry: Mutex<bool>,
 }
 
 impl Default for EventBus {
@@ -32,6 +35,7 @@ impl Default for EventBus {
             events: broadcast::channel(EVENT_BUFFER).0,
             origin: Uuid::new_v4(),
             periodic: watch::channel(0).0,
+            watch_entry: Mutex::new(false),
         }
     }
 }
@@ -57,6 +61,10 @@ impl EventBus {
 
     pub(crate) fn periodic_receiver(&self) -> watch::Receiver<u64> {
         self.periodic.subscribe()
+    }
+
+    pub(crate) fn watch_entry(&self) -> &Mutex<bool> {
+        &self.watch_entry
     }
 
     pub(crate) fn origin(&self) -> Uuid {

@@ -42,6 +42,7 @@ pub(crate) mod periodic;
 pub(crate) mod read;
 mod statistics;
 pub mod transition;
+pub(crate) mod watchers;
 pub mod write_gate;
 mod writes;
 
@@ -146,9 +147,13 @@ impl Store {
     }
 
     /// A stream of task changes: local ones as they commit, and on PostgreSQL those of other
-    /// nodes while a [`crate::Runtime`] is listening.
-    pub fn subscribe(&self) -> broadcast::Receiver<QueueEvent> {
-        self.events.subscribe()
+    /// nodes while a [`crate::Runtime`] is listening. On PostgreSQL the first subscription
+    /// asks the other nodes to announce their changes (see `watchers`) before it returns, so
+    /// it fails if the database cannot be reached.
+    pub async fn subscribe(&self) -> Result<broadcast::Receiver<QueueEvent>, crate::QueueError> {
+        let receiver = self.events.subscribe();
+        self.watch_start().await?;
+        Ok(receiver)
     }
 
     /// Wakes this process's producers. [`Store::notify_enqueued`] does this and more; this

@@ -49,7 +49,7 @@ impl TaskExecutor for Endless {
 }
 
 async fn abandoning_a_running_task_cancels_it(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let (tx, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
     let mut registry = Registry::new();
     registry.register("test.endless", Endless { cancelled: tx });
@@ -99,7 +99,7 @@ async fn abandoning_a_running_task_cancels_it(db: TestDatabase) {
 /// runs again with a fresh budget. Retry, for tasks that ended badly, leaves it alone; and
 /// the task's own unique key is no collision.
 async fn requeueing_a_stalled_task_takes_it_back_from_its_node_at_once(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let (tx, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
     let mut registry = Registry::new();
     registry.register("test.endless", Endless { cancelled: tx });
@@ -128,7 +128,7 @@ async fn requeueing_a_stalled_task_takes_it_back_from_its_node_at_once(db: TestD
         .unwrap();
     assert_eq!(error, TaskError::Cancelled);
     // The node claims it again: a second Executing after the admin's Queued.
-    let mut events = store.subscribe();
+    let mut events = store.subscribe().await.unwrap();
     queue::testing::wait_until(
         &mut events,
         Duration::from_secs(30),
@@ -172,7 +172,7 @@ async fn requeueing_a_stalled_task_takes_it_back_from_its_node_at_once(db: TestD
 /// The history stores the claim an abandon ends (the next claim overwrites the row's copy)
 /// and reads the rest off the row.
 async fn the_history_shows_every_step_of_an_abandoned_and_retried_task(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let (tx, _cancelled) = tokio::sync::mpsc::unbounded_channel();
     let mut registry = Registry::new();
     registry.register("test.endless", Endless { cancelled: tx });
@@ -230,7 +230,7 @@ async fn the_history_shows_every_step_of_an_abandoned_and_retried_task(db: TestD
 }
 
 async fn a_failed_task_can_be_retried(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     // Nothing is registered under the component yet: the task ends in ERROR.
     let runtime = bundle.start("retry-before", Registry::new()).await;
     let task = bundle.enqueue(new_task("test.later_fixed")).await;
@@ -265,7 +265,7 @@ async fn a_failed_task_can_be_retried(db: TestDatabase) {
 }
 
 async fn lists_counts_and_filters(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let owner = Uuid::now_v7();
     let mine: Vec<_> = (0..3)
         .map(|_| queue::NewTask::new("test.list", json!({}), owner))
@@ -370,7 +370,7 @@ async fn lists_counts_and_filters(db: TestDatabase) {
 }
 
 async fn the_backlog_age_counts_only_due_tasks(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let now = chrono::Utc::now();
     assert_eq!(bundle.store.task_oldest_due(now).await.unwrap(), None);
     let later = now + chrono::Duration::hours(1);
@@ -389,7 +389,7 @@ async fn the_backlog_age_counts_only_due_tasks(db: TestDatabase) {
 }
 
 async fn throughput_counts_completions_per_minute(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut registry = Registry::new();
     registry.register("test.count", CountingExecutor { runs });
@@ -421,7 +421,7 @@ async fn throughput_counts_completions_per_minute(db: TestDatabase) {
 }
 
 async fn stalled_tasks_are_those_of_dead_nodes_or_without_progress(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let now = chrono::Utc::now();
     let live = queue::NodeIdentity::new("live", now);
     bundle.store.node_heartbeat(&live, 0, now).await.unwrap();

@@ -298,7 +298,7 @@ impl Setup {
             .with_amqp_hints(&amqp)
             .unwrap();
         let bundle = Bundle {
-            events: store.subscribe(),
+            events: store.subscribe().await.unwrap(),
             store: store.clone(),
             db,
         };

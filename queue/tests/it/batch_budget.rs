@@ -44,7 +44,7 @@ impl TaskExecutor for SlowBatches {
 }
 
 async fn while_people_write_batches_beyond_the_budget_wait(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let executor = SlowBatches::default();
     let mut registry = Registry::new();
     registry.register("test.slow_batches", executor.clone());

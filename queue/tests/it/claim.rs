@@ -45,7 +45,7 @@ const RACE_NODE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Runs `tasks` effect tasks on `nodes` nodes of `workers` slots and `prefetch` held tasks
 /// each, and checks that every task ran exactly once and every node took part.
 async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, prefetch: usize) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     testing::create_effect_table(&bundle.db.conn).await;
     let new_tasks: Vec<_> = (0..tasks).map(|_| new_task("test.effect")).collect();
     bundle
@@ -143,7 +143,7 @@ async fn run_at_is_never_early(db: TestDatabase) {
     assert_eq!(claimed[0].id, task.id);
 
     // And with a running node and the wall clock.
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let started = Arc::new(std::sync::Mutex::new(None));
     let mut registry = Registry::new();
     registry.register("test.when", StartTime(started.clone()));
@@ -164,7 +164,7 @@ async fn run_at_is_never_early(db: TestDatabase) {
 /// A task scheduled far ahead and abandoned before it started must not keep the producer
 /// from the next task due (the dashboard's Cancel does this).
 async fn a_cancelled_future_task_leaves_the_next_one_due(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let mut registry = Registry::new();
     registry.register("test.when", StartTime(Arc::default()));
     let runtime = bundle.start("cancel-future", registry).await;
@@ -207,7 +207,7 @@ impl queue::TaskExecutor for StartTime {
 }
 
 async fn claims_by_priority_then_fifo(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let low_1 = bundle.enqueue(new_task("test.order")).await;
     let high = bundle
         .enqueue(new_task("test.order").with_priority(5))
@@ -241,7 +241,7 @@ async fn claims_by_priority_then_fifo(db: TestDatabase) {
 }
 
 async fn paused_components_are_not_claimed(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let task = bundle.enqueue(new_task("test.paused")).await;
     assert!(
         bundle
@@ -283,7 +283,7 @@ async fn paused_components_are_not_claimed(db: TestDatabase) {
 /// the claim index, so the earliest task may sit under a lower priority than others, and a
 /// paused component's earlier tasks must not count.
 async fn the_next_run_at_is_the_earliest_unpaused_task_of_any_priority(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     assert_eq!(bundle.store.task_next_run_at().await.unwrap(), None);
     let t0 = Utc::now() + TimeDelta::hours(1);
     let later = |minutes, priority, component| {

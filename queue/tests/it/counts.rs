@@ -16,7 +16,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
 const SESSIONS: usize = 4;
 
 async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let mut stores = Vec::new();
     for _ in 0..SESSIONS {
         stores.push(match bundle.db.backend {

@@ -27,7 +27,7 @@ impl Drop for KillOnDrop {
 }
 
 async fn a_killed_node_resumes_after_the_last_checkpoint(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let task = enqueue_items(&bundle).await;
 
     let system_id = "crash-host";
@@ -142,7 +142,7 @@ async fn kill_node_after(
 /// A task during which its node died twice is the suspect: the rescue parks it at FAILURE
 /// instead of handing it to a third node, and an admin's retry gives it a fresh start.
 async fn a_task_whose_nodes_keep_dying_is_parked(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let task = enqueue_items(&bundle).await;
     let system_id = "poison-host";
     kill_node_after(&mut bundle, system_id, task.id, 1_000).await;
@@ -185,7 +185,7 @@ impl TaskExecutor for UntilCancelled {
 }
 
 async fn shutdown_hands_running_tasks_back(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let mut registry = Registry::new();
     registry.register("test.until_cancelled", UntilCancelled);
     let runtime = bundle.start("shutdown", registry).await;

@@ -11,7 +11,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
 );
 
 async fn rolled_back_tasks_never_run_and_committed_ones_run_once(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     testing::create_effect_table(&bundle.db.conn).await;
     let mut registry = Registry::new();
     registry.register("test.effect", EffectExecutor);
@@ -43,7 +43,7 @@ async fn rolled_back_tasks_never_run_and_committed_ones_run_once(db: TestDatabas
 }
 
 async fn unique_key_returns_the_active_task(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let first = bundle
         .enqueue(new_task("test.unique").with_unique_key("k1"))
         .await;

@@ -84,9 +84,9 @@ struct Bundle {
     events: tokio::sync::broadcast::Receiver<queue::QueueEvent>,
 }
 
-fn setup(db: TestDatabase) -> Bundle {
+async fn setup(db: TestDatabase) -> Bundle {
     let store = Store::new(db.conn.clone());
-    let events = store.subscribe();
+    let events = store.subscribe().await.unwrap();
     Bundle { db, store, events }
 }
 

@@ -79,7 +79,7 @@ fn flaky(spec: serde_json::Value) -> queue::NewTask {
 }
 
 async fn transient_errors_are_retried_until_success(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = bundle.start("transient", registry()).await;
     let task = bundle
         .enqueue(flaky(
@@ -109,7 +109,7 @@ async fn transient_errors_are_retried_until_success(db: TestDatabase) {
 }
 
 async fn permanent_errors_and_exhausted_budgets_fail(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = bundle.start("failing", registry()).await;
     let permanent = bundle
         .enqueue(flaky(serde_json::json!({ "mode": "permanent" })))
@@ -153,7 +153,7 @@ async fn permanent_errors_and_exhausted_budgets_fail(db: TestDatabase) {
 }
 
 async fn panics_are_retried_and_the_process_survives(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = bundle.start("panicky", registry()).await;
     let task = bundle
         .enqueue(flaky(
@@ -173,7 +173,7 @@ async fn panics_are_retried_and_the_process_survives(db: TestDatabase) {
 }
 
 async fn timeouts_cancel_and_retry(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = bundle
         .start("timeouts", registry_timing_out_after(HANG_TIMEOUT))
         .await;
@@ -195,7 +195,7 @@ async fn timeouts_cancel_and_retry(db: TestDatabase) {
 }
 
 async fn unknown_components_are_errors(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = bundle.start("unknown", registry()).await;
     let task = bundle.enqueue(new_task("test.nobody_knows_me")).await;
     let failed = bundle.wait_status(task.id, TaskStatus::Error).await;

@@ -70,7 +70,7 @@ async fn enqueue_many(bundle: &Bundle, component: &str, count: usize) -> Vec<Tas
 }
 
 async fn shutdown_hands_held_tasks_back(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = one_slot_node(&bundle, "test.until_cancelled", UntilCancelled).await;
     // Quick tasks first: the node then expects its slot to start held tasks soon.
     run_to_completion(&mut bundle, "test.quick", 3).await;
@@ -103,7 +103,7 @@ async fn shutdown_hands_held_tasks_back(db: TestDatabase) {
 }
 
 async fn long_tasks_are_not_held(db: TestDatabase) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runtime = one_slot_node(&bundle, "test.slow", Slow).await;
     // The node has seen a task take 300 ms: its slot would not start a held one soon.
     run_to_completion(&mut bundle, "test.slow", 1).await;

@@ -36,7 +36,7 @@ async fn claim_all(
 }
 
 async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let task = bundle.enqueue(new_task("test.stale")).await;
     let now = Utc::now();
     let dead = NodeIdentity::new("dead-host", now - TimeDelta::minutes(5));
@@ -91,7 +91,7 @@ async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
 }
 
 async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let retryable = bundle.enqueue(new_task("test.restart")).await;
     let last_chance = bundle
         .enqueue(new_task("test.restart").with_max_attempts(1))
@@ -134,7 +134,7 @@ async fn an_older_incarnation_is_rescued_at_once(db: TestDatabase) {
 }
 
 async fn old_finished_tasks_are_pruned(db: TestDatabase) {
-    let bundle = setup(db);
+    let bundle = setup(db).await;
     let old = bundle.enqueue(new_task("test.prune")).await;
     let active = bundle.enqueue(new_task("test.prune")).await;
     bundle

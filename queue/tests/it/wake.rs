@@ -41,7 +41,7 @@ async fn sqlite_nodes_look_when_the_wal_file_is_written() {
 }
 
 async fn ten_tasks_of_another_store_start_in_time(db: TestDatabase, config: RuntimeConfig) {
-    let mut bundle = setup(db);
+    let mut bundle = setup(db).await;
     let runs = CountingExecutor::default();
     let mut registry = Registry::new();
     registry.register("test.count", runs.clone());

@@ -54,7 +54,7 @@ pub async fn task_events(
     );
     recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let stream = Live {
-        receiver: state.store.subscribe(),
+        receiver: state.store.subscribe().await?,
         sessions: DatabaseSessionStore::new(state.store.clone()),
         state,
         user,

@@ -118,7 +118,7 @@ impl Bulk {
     /// from `GET /api/1/tasks/{id}`.
     pub(crate) async fn finished(&self, reference: &Value, cookie: &str) -> Value {
         let id: Uuid = reference["id"].as_str().unwrap().parse().unwrap();
-        let mut events = self.store.subscribe();
+        let mut events = self.store.subscribe().await.unwrap();
         wait_until(
             &mut events,
             Duration::from_secs(180),

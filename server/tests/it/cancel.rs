@@ -110,7 +110,7 @@ async fn cancelled_part_way(db: &TestDatabase, path: &str, body: Value) -> (Bulk
     let id = task_id(&reference);
 
     // Once some batches have committed, its owner asks it to stop.
-    let mut events = bulk.store.subscribe();
+    let mut events = bulk.store.subscribe().await.unwrap();
     wait_until(
         &mut events,
         Duration::from_secs(60),

@@ -64,7 +64,7 @@ async fn admins_repair_failed_tasks_in_bulk(db: TestDatabase) {
         statuses: vec![TaskStatus::Error],
         ..TaskFilter::default()
     };
-    let mut events = store.subscribe();
+    let mut events = store.subscribe().await.unwrap();
     queue::testing::wait_until(
         &mut events,
         std::time::Duration::from_secs(60),
