@@ -103,9 +103,10 @@ pub struct ServeOptions {
     pub workers: usize,
     /// The most claimed tasks this node may hold beyond its free slots, to start them
     /// without a round trip. It holds only what its slots finish within 20 ms at the pace
-    /// of its recent tasks (so none while bulk actions run); 0 turns holding off.
-    #[arg(long, env = "BULKQ_PREFETCH", default_value_t = queue::runtime::PREFETCH_DEFAULT)]
-    pub prefetch: usize,
+    /// of its recent tasks (so none while bulk actions run); 0 turns holding off. Default:
+    /// 1,024 on PostgreSQL, 256 on SQLite.
+    #[arg(long, env = "BULKQ_PREFETCH")]
+    pub prefetch: Option<usize>,
     /// On SIGTERM/SIGINT, how long running tasks may take to finish before they are
     /// cancelled and handed back to the queue (without spending an attempt).
     #[arg(long, env = "BULKQ_SHUTDOWN_GRACE", default_value = "30s", value_parser = humantime::parse_duration)]

@@ -90,7 +90,8 @@ const SCENARIOS: [&str; 6] = [
 struct Shape {
     processes: usize,
     workers: usize,
-    prefetch: usize,
+    /// `None`: the backend's default.
+    prefetch: Option<usize>,
 }
 
 impl Shape {
@@ -99,14 +100,14 @@ impl Shape {
         Self {
             processes,
             workers,
-            prefetch: queue::runtime::PREFETCH_DEFAULT,
+            prefetch: None,
         }
     }
 
     fn describe(&self) -> String {
         let mut text = format!("{} × {} workers", self.processes, self.workers);
-        if self.prefetch != queue::runtime::PREFETCH_DEFAULT {
-            text.push_str(&format!(", prefetch {}", self.prefetch));
+        if let Some(prefetch) = self.prefetch {
+            text.push_str(&format!(", prefetch {prefetch}"));
         }
         text
     }
@@ -133,7 +134,11 @@ async fn main() -> Result<(), Error> {
     if let [command, url, workers, prefetch, system_id] = args.as_slice()
         && command == "worker"
     {
-        return worker::run_node(url, workers.parse()?, prefetch.parse()?, system_id).await;
+        let prefetch = match prefetch.as_str() {
+            worker::DEFAULT_PREFETCH => None,
+            number => Some(number.parse()?),
+        };
+        return worker::run_node(url, workers.parse()?, prefetch, system_id).await;
     }
     let settings = settings(&args)?;
     let mut report = Report::default();
@@ -175,7 +180,7 @@ async fn main() -> Result<(), Error> {
             );
         }
         let baseline = Shape {
-            prefetch: settings.prefetch,
+            prefetch: Some(settings.prefetch),
             ..single
         };
         if settings.runs("no_prefetch")

@@ -15,11 +15,14 @@ use queue::{Finish, Store, TaskGetAvailableParams, Transition};
 
 type Error = Box<dyn std::error::Error>;
 
-/// How many tasks each claim asks for: the default prefetch, what a busy node claims.
-const CLAIM: u32 = queue::runtime::PREFETCH_DEFAULT as u32;
+/// How many tasks each claim asks for: the backend's default prefetch, what a busy node
+/// claims.
+fn claim_size(store: &Store) -> u32 {
+    u32::try_from(queue::runtime::prefetch_default(store.backend())).unwrap_or(u32::MAX)
+}
 
 /// Claims and completes every queued task from `streams` concurrent loops, each claiming
-/// [`CLAIM`] tasks and completing them in one call until nothing is left; returns how many
+/// [`claim_size`] tasks and completing them in one call until nothing is left; returns how many
 /// tasks were completed and how long that took.
 pub async fn drain(store: &Store, streams: usize) -> Result<(usize, Duration), Error> {
     let started = Instant::now();
@@ -43,7 +46,7 @@ async fn claim_and_complete(store: &Store, node_id: &str) -> Result<usize, queue
     loop {
         let claimed = store
             .task_get_available(TaskGetAvailableParams {
-                max: CLAIM,
+                max: claim_size(store),
                 now: Utc::now(),
                 node_id,
             })

@@ -27,6 +27,8 @@ use crate::Shape;
 
 /// The component every benchmark task runs.
 pub const NOOP: &str = "bench.noop";
+/// A node's prefetch argument that leaves the runtime's default in place.
+pub const DEFAULT_PREFETCH: &str = "default";
 
 type Error = Box<dyn std::error::Error>;
 type Starts = Arc<Mutex<Vec<(Uuid, i64)>>>;
@@ -69,7 +71,7 @@ impl TaskExecutor for Noop {
 pub async fn run_node(
     url: &str,
     workers: usize,
-    prefetch: usize,
+    prefetch: Option<usize>,
     system_id: &str,
 ) -> Result<(), Error> {
     let db = queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
@@ -134,7 +136,9 @@ impl Nodes {
                     "worker",
                     url,
                     &shape.workers.to_string(),
-                    &shape.prefetch.to_string(),
+                    &shape
+                        .prefetch
+                        .map_or(DEFAULT_PREFETCH.to_owned(), |prefetch| prefetch.to_string()),
                     &format!("bench-{i}"),
                 ])
                 .stdin(Stdio::piped())

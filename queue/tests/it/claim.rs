@@ -66,7 +66,7 @@ async fn race(db: TestDatabase, tasks: usize, nodes: usize, workers: usize, pref
         registry.register("test.effect", EffectExecutor);
         let config = queue::RuntimeConfig {
             workers,
-            prefetch,
+            prefetch: Some(prefetch),
             // Every node lives throughout, so a rescue here could only come from a node
             // starved of CPU past its timeout (seen with `fast_config`'s 2 s on a loaded
             // machine); this executor ignores its checkpoint and would then count twice.

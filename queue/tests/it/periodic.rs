@@ -174,9 +174,22 @@ async fn three_nodes(
     nodes
 }
 
+/// The job's row, once a node has registered it: a runtime registers its jobs in the
+/// background after it starts, so a test that looks at once may find none yet.
 async fn job_row(db: &TestDatabase, name: &str) -> queue::PeriodicJobStatus {
-    let jobs = Store::new(db.conn.clone()).periodic_list().await.unwrap();
-    jobs.into_iter().find(|job| job.name == name).unwrap()
+    let store = Store::new(db.conn.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let jobs = store.periodic_list().await.unwrap();
+        if let Some(job) = jobs.into_iter().find(|job| job.name == name) {
+            return job;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a node registers the job {name} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// A run lasting 2.5 s holds a lock taken for 0.6 s at a time: the runner extends it, so

@@ -43,7 +43,7 @@ async fn one_slot_node(
         .register("test.quick", CountingExecutor::default());
     let config = RuntimeConfig {
         workers: 1,
-        prefetch: 5,
+        prefetch: Some(5),
         ..testing::fast_config("holding")
     };
     Runtime::start(config, bundle.store.clone(), registry)
