@@ -54,6 +54,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261125_000110_unique_key_lookup::Migration),
             Box::new(queue::schema::m20261126_000120_periodic_controls::Migration),
             Box::new(queue::schema::m20261126_000130_task_watchers::Migration),
+            Box::new(queue::schema::m20261127_000140_counted_claims::Migration),
         ]
     }
 }

@@ -25,7 +25,7 @@
 //!   completion statements alone from two concurrent loops (see `statements`); the
 //!   default drain's rate as a share of theirs.
 //! - **drain without prefetch**: the drain with `RuntimeConfig::prefetch` at 0
-//!   (`--prefetch N` for another value) instead of the default 256, the baseline for what
+//!   (`--prefetch N` for another value) instead of the backend's default, the baseline for what
 //!   nodes gain by holding claimed tasks: the default's rate as a share of this one's.
 //!
 //! `--only` runs just the named scenarios, of `drain` (1 × 16), `drain_2x8`, `statements`,

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use queue::{Finish, Store, TaskGetAvailableParams, Transition};
+use queue::{Finish, Store, TaskGetAvailableParams};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -54,14 +54,7 @@ async fn claim_and_complete(store: &Store, node_id: &str) -> Result<usize, queue
         if claimed.is_empty() {
             return Ok(completed);
         }
-        let finishes: Vec<Finish> = claimed
-            .iter()
-            .map(|task| Finish {
-                task_id: task.id,
-                lease_version: task.lease_version,
-                transition: Transition::Complete,
-            })
-            .collect();
+        let finishes: Vec<Finish> = claimed.iter().map(Finish::complete).collect();
         completed += store
             .task_finish_many_if_running(&finishes, Utc::now(), node_id)
             .await?

@@ -88,10 +88,22 @@ fn postgres_triggers() -> Vec<String> {
 /// statements to run on an insert, an update and a delete (a later migration's, so that
 /// one function per statement keeps everything the triggers keep).
 pub(super) fn postgres_function(on_insert: &str, on_update: &str, on_delete: &str) -> String {
+    postgres_function_after("", on_insert, on_update, on_delete)
+}
+
+/// [`postgres_function`] with `first`, statements that run before anything else (a later
+/// migration's test for statements that keep the counts themselves).
+pub(super) fn postgres_function_after(
+    first: &str,
+    on_insert: &str,
+    on_update: &str,
+    on_delete: &str,
+) -> String {
     let minute = epoch_minute(DatabaseBackend::Postgres, "workflow_stopped_date");
     format!(
         "CREATE OR REPLACE FUNCTION queue_task_count_changes() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
+              {first}
               IF TG_OP = 'INSERT' THEN
                 INSERT INTO queue_task_count AS c (component, status, shard, tasks)
                 SELECT execution_component_name, workflow_status, pg_backend_pid(), COUNT(*)

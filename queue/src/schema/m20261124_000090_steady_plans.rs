@@ -40,11 +40,18 @@ pub struct Migration;
 /// other's) and marked started by `node`; returns them. The rows locked are the tasks', for
 /// the reason `dialect::POSTGRES_CLAIM` gives. The choice is an uncorrelated subquery, so
 /// it runs once, and its ids are looked up in the primary key.
-const CLAIM: &str = "CREATE FUNCTION queue_claim(due TIMESTAMPTZ, node TEXT, wanted BIGINT) \
-     RETURNS SETOF queue_task LANGUAGE plpgsql SET enable_seqscan = off SET enable_sort = off AS $$
-     BEGIN
-       RETURN QUERY
-       UPDATE queue_task SET workflow_status = 'EXECUTING',
+pub(super) fn claim() -> String {
+    format!(
+        "CREATE FUNCTION queue_claim(due TIMESTAMPTZ, node TEXT, wanted BIGINT) \
+         RETURNS SETOF queue_task LANGUAGE plpgsql SET enable_seqscan = off SET enable_sort = off AS $$
+         BEGIN
+           RETURN QUERY {CLAIM_UPDATE};
+         END $$"
+    )
+}
+
+/// The claim's statement, in `queue_claim`'s parameters (a later migration's claim wraps it).
+pub(super) const CLAIM_UPDATE: &str = "UPDATE queue_task SET workflow_status = 'EXECUTING',
            scheduling_started_date = due, execution_started_date = due,
            scheduled_by_process = node, modified_date = due, modified_by = node,
            attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1
@@ -56,16 +63,15 @@ const CLAIM: &str = "CREATE FUNCTION queue_claim(due TIMESTAMPTZ, node TEXT, wan
            LIMIT wanted
            FOR UPDATE OF t SKIP LOCKED))
          AND queue_task.workflow_status = 'QUEUED'
-       RETURNING queue_task.*;
-     END $$";
+       RETURNING queue_task.*";
 
 /// The entries of the deleted tasks that were QUEUED.
-const ON_DELETE: &str = "DELETE FROM queue_ready WHERE task_id = ANY(ARRAY(
+pub(super) const ON_DELETE: &str = "DELETE FROM queue_ready WHERE task_id = ANY(ARRAY(
                     SELECT id FROM old_rows WHERE workflow_status = 'QUEUED'));";
 
 /// The entries of the tasks that were QUEUED and are not any more, then the upsert of the
 /// queued tasks' entries (as `m20261124_000070_ready_table` keeps them).
-fn on_update() -> String {
+pub(super) fn on_update() -> String {
     format!(
         "DELETE FROM queue_ready WHERE task_id = ANY(ARRAY(
                     SELECT o.id FROM old_rows o WHERE o.workflow_status = 'QUEUED'
@@ -81,28 +87,22 @@ const DROP_CLAIM_INDEX: &str = "DROP INDEX idx_queue_ready_claim";
 const CLAIM_INDEX: &str =
     "CREATE INDEX idx_queue_ready_claim ON queue_ready (priority DESC, run_at, uuid_send(task_id))";
 
-const TRIGGER_FUNCTION_SETTINGS: &str =
+pub(super) const TRIGGER_FUNCTION_SETTINGS: &str =
     "ALTER FUNCTION queue_task_count_changes() SET enable_seqscan = off";
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        if manager.get_database_backend() != DatabaseBackend::Postgres {
-            return Ok(());
-        }
-        let db = manager.get_connection();
         let function =
             counts::postgres_function(ready::POSTGRES_READY_ON_INSERT, &on_update(), ON_DELETE);
-        for sql in [
+        let statements = [
             DROP_CLAIM_INDEX,
             CLAIM_INDEX,
-            CLAIM,
+            &claim(),
             &function,
             TRIGGER_FUNCTION_SETTINGS,
-        ] {
-            db.execute_unprepared(sql).await?;
-        }
-        Ok(())
+        ];
+        super::on_postgres(manager, &statements).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {

@@ -5,7 +5,8 @@
 //! its own migrator, after its earlier migrations, and applies everything in one place. A
 //! new queue migration must be appended there too.
 
-use sea_orm_migration::MigrationTrait;
+use sea_orm_migration::sea_orm::{ConnectionTrait, DatabaseBackend};
+use sea_orm_migration::{DbErr, MigrationTrait, SchemaManager};
 
 pub mod m20261121_000010_create_queue;
 pub mod m20261121_000030_queue_scheduler;
@@ -18,6 +19,7 @@ pub mod m20261125_000100_crash_count;
 pub mod m20261125_000110_unique_key_lookup;
 pub mod m20261126_000120_periodic_controls;
 pub mod m20261126_000130_task_watchers;
+pub mod m20261127_000140_counted_claims;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -33,7 +35,21 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261125_000110_unique_key_lookup::Migration),
         Box::new(m20261126_000120_periodic_controls::Migration),
         Box::new(m20261126_000130_task_watchers::Migration),
+        Box::new(m20261127_000140_counted_claims::Migration),
     ]
+}
+
+/// Runs `statements` in order on PostgreSQL; a migration of PostgreSQL's functions and
+/// settings has nothing to do on SQLite.
+async fn on_postgres(manager: &SchemaManager<'_>, statements: &[&str]) -> Result<(), DbErr> {
+    if manager.get_database_backend() != DatabaseBackend::Postgres {
+        return Ok(());
+    }
+    let db = manager.get_connection();
+    for sql in statements {
+        db.execute_unprepared(sql).await?;
+    }
+    Ok(())
 }
 
 /// A migrator holding only the queue's migrations: for the queue's own tests and for services

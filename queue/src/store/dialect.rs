@@ -19,7 +19,9 @@ use sea_orm::DbBackend;
 /// triggers, see `m20261124_000070_ready_table`); the rows locked are the tasks', not
 /// the entries': an admin's abandon of a queued task locks the task and then (its
 /// trigger) deletes the entry, so a claim locking entries first and tasks second
-/// could deadlock with it. The claim's own trigger deletes the claimed tasks' entries.
+/// could deadlock with it. The claim then deletes the claimed tasks' entries and moves
+/// their counts itself, and the trigger passes over its UPDATE
+/// (`m20261127_000140_counted_claims`, ADR 0051).
 ///
 /// A task that another claim took, and committed, after this statement's snapshot
 /// still has its entry in that snapshot; FOR UPDATE then locks the task's newest
@@ -34,6 +36,17 @@ use sea_orm::DbBackend;
 ///
 /// Parameters: now, node id, max rows.
 pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
+
+/// PostgreSQL's completion of a batch of claims: `queue_complete`
+/// (`m20261127_000140_counted_claims`) sets what `Transition::Complete` sets on the tasks
+/// still running under the claim's lease, and returns their events' columns. A function,
+/// like the claim, so that it keeps the counts from its own rows and the trigger over
+/// every UPDATE passes it over (ADR 0051); SQLite's completion is the UPDATE the
+/// transition builds, counted by SQLite's row triggers.
+///
+/// Parameters: the task ids, their leases (arrays of the same length), now, node id.
+pub(crate) const POSTGRES_COMPLETE: &str =
+    "SELECT * FROM queue_complete($1::uuid[], $2::int8[], $3, $4)";
 
 /// The claim's entries, in claim order: the SELECT both of [`SQLITE_CLAIM`]'s statements
 /// share. Parameters: `?1` now, `?3` the most to claim.

@@ -14,7 +14,7 @@ use super::announce::{self, EventColumns};
 use super::claim::ClaimMatch;
 use super::entity::task::{self, Column, Entity};
 use super::entity::task_event;
-use super::{INSERT_CHUNK, Store, WriteTransaction, history};
+use super::{INSERT_CHUNK, Store, WriteTransaction, dialect, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
 use crate::task::{QueueEvent, Task};
@@ -26,6 +26,17 @@ pub struct Finish {
     /// The lease the worker claimed the task under.
     pub lease_version: i64,
     pub transition: Transition,
+}
+
+impl Finish {
+    /// The completion of `task` under the lease it was claimed with.
+    pub fn complete(task: &Task) -> Self {
+        Finish {
+            task_id: task.id,
+            lease_version: task.lease_version,
+            transition: Transition::Complete,
+        }
+    }
 }
 
 /// The column changes of `transition`: the new status and its description, the audit columns,
@@ -153,13 +164,22 @@ impl Store {
     }
 
     /// The statement that completes the tasks of `claims` still held under their lease (the
-    /// lease alone says so, see `ClaimMatch`), returning the columns of their events.
+    /// lease alone says so, see `ClaimMatch`), returning the columns of their events. On
+    /// PostgreSQL a function does it and keeps the counts itself (see
+    /// [`dialect::POSTGRES_COMPLETE`]).
     pub(crate) fn completion(
         &self,
         claims: impl IntoIterator<Item = (Uuid, i64)>,
         now: DateTime<Utc>,
         node_id: &str,
     ) -> Statement {
+        if self.backend == DbBackend::Postgres {
+            let (ids, leases): (Vec<Uuid>, Vec<i64>) = claims.into_iter().unzip();
+            let values = [ids.into(), leases.into(), now.into(), node_id.into()];
+            let statement =
+                Statement::from_sql_and_values(self.backend, dialect::POSTGRES_COMPLETE, values);
+            return announce::announcing(statement, self.events().origin());
+        }
         let claims = ClaimMatch::new(self.backend, claims);
         let update = set_transition(Entity::update_many(), &Transition::Complete, now, node_id)
             .filter(claims.condition);

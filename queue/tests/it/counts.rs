@@ -9,6 +9,8 @@ use super::{new_task, setup};
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
     counts_follow_every_change_from_many_sessions,
+    statements_after_a_claim_in_its_transaction_are_counted,
+    counts_survive_rolling_the_last_migration_back_and_forth,
 );
 
 /// Sessions writing at once: on PostgreSQL each store has a pool of its own, so each
@@ -149,4 +151,91 @@ async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
             .await,
         0
     );
+}
+
+/// PostgreSQL's claim and completion count their own changes and have the trigger pass
+/// over them (ADR 0051) for as long as they run: an UPDATE after them in the same
+/// transaction is the trigger's to count again. Without that, the later writes of a
+/// transaction that claimed would be missing from the counts and the claim entries.
+async fn statements_after_a_claim_in_its_transaction_are_counted(db: TestDatabase) {
+    let bundle = setup(db).await;
+    if bundle.db.backend != Backend::Postgres {
+        return;
+    }
+    let tasks = (0..6).map(|_| new_task("test.a")).collect();
+    bundle
+        .store
+        .enqueue_many(bundle.store.db(), tasks)
+        .await
+        .unwrap();
+    let txn = sea_orm::TransactionTrait::begin(&bundle.db.conn)
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT id FROM queue_claim(now(), 'counted-node', 2)",
+        "SELECT id FROM queue_complete( \
+             ARRAY(SELECT id FROM queue_task WHERE workflow_status = 'EXECUTING' \
+                   ORDER BY id LIMIT 1), \
+             ARRAY(SELECT lease_version FROM queue_task WHERE workflow_status = 'EXECUTING' \
+                   ORDER BY id LIMIT 1), now(), 'counted-node')",
+        "UPDATE queue_task SET workflow_status = 'ABANDONED', lease_version = lease_version + 1 \
+         WHERE workflow_status IN ('QUEUED', 'EXECUTING') \
+           AND id IN (SELECT id FROM queue_task ORDER BY id LIMIT 5)",
+    ] {
+        sea_orm::ConnectionTrait::execute_unprepared(&txn, sql)
+            .await
+            .unwrap();
+    }
+    txn.commit().await.unwrap();
+    assert!(
+        bundle
+            .db
+            .scalar("SELECT COUNT(*) FROM queue_task WHERE workflow_status = 'ABANDONED'")
+            .await
+            > 0
+    );
+    bundle.assert_kept_tables_match_rows().await;
+}
+
+/// The last migration rolls back to the trigger-counted claim and forward again, and the
+/// counts and claim entries still follow a claim and its completion after each step.
+async fn counts_survive_rolling_the_last_migration_back_and_forth(db: TestDatabase) {
+    use sea_orm_migration::MigratorTrait;
+    let bundle = setup(db).await;
+    let store = &bundle.store;
+    let claim = async |max: u32| {
+        let claimed = store
+            .task_get_available(TaskGetAvailableParams {
+                max,
+                now: Utc::now(),
+                node_id: "rolling-node",
+            })
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), max as usize);
+        claimed
+    };
+    let round = async || {
+        let tasks = (0..10).map(|_| new_task("test.a")).collect();
+        store.enqueue_many(store.db(), tasks).await.unwrap();
+        let claimed = claim(4).await;
+        let finishes: Vec<Finish> = claimed.iter().map(Finish::complete).collect();
+        let finished = store
+            .task_finish_many_if_running(&finishes, Utc::now(), "rolling-node")
+            .await
+            .unwrap();
+        assert_eq!(finished.len(), 4);
+        bundle.assert_kept_tables_match_rows().await;
+    };
+    round().await;
+    queue::schema::QueueMigrator::down(&bundle.db.conn, Some(1))
+        .await
+        .unwrap();
+    // Only the claim: the completion of this version calls the function rolled back.
+    claim(2).await;
+    bundle.assert_kept_tables_match_rows().await;
+    queue::schema::QueueMigrator::up(&bundle.db.conn, None)
+        .await
+        .unwrap();
+    round().await;
 }

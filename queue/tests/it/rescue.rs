@@ -2,7 +2,7 @@
 
 use chrono::{TimeDelta, Utc};
 use queue::testing::TestDatabase;
-use queue::{Finish, NodeIdentity, TaskGetAvailableParams, TaskStatus, Transition};
+use queue::{Finish, NodeIdentity, TaskGetAvailableParams, TaskStatus};
 
 use super::{new_task, setup};
 
@@ -56,11 +56,7 @@ async fn a_stale_worker_cannot_finish_a_rescued_task(db: TestDatabase) {
     assert_eq!(rescued.attempt, 1, "the rescued attempt is spent");
 
     // The dead node's worker wakes up and reports success under its old lease.
-    let stale = Finish {
-        task_id: task.id,
-        lease_version: claimed[0].lease_version,
-        transition: Transition::Complete,
-    };
+    let stale = Finish::complete(&claimed[0]);
     let changed = bundle
         .store
         .task_finish_many_if_running(std::slice::from_ref(&stale), Utc::now(), &dead.node_id)
