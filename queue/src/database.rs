@@ -43,9 +43,10 @@ const STATEMENT_CACHE: usize = 16;
 /// those pages back, and the next batch dirtied most of the same pages again.
 /// Checkpointing every 40,000 pages (160 MB of WAL) writes a page back once for many
 /// batches, which makes a large status change markedly faster (ADR 0015). The queue's
-/// drain and commit-to-start latency did not move. The cost: the WAL file grows to about
-/// this size, and the commit that crosses the mark waits for the larger checkpoint (other
-/// connections do not: in WAL mode a checkpoint runs beside readers and the writer).
+/// drain and commit-to-start latency did not move. A running node copies the WAL back
+/// itself, every half second outside the write gate (`Store::checkpoint_wal`, ADR 0052), so
+/// the mark is a backstop: the commit that crosses it waits for the whole copy, and so do
+/// the writers queued behind it on the gate.
 const SQLITE_WAL_AUTOCHECKPOINT_PAGES: &str = "40000";
 
 /// Where SQLite keeps its temporary files (statement journals, sorts and indexes that

@@ -42,6 +42,7 @@ pub(crate) mod periodic;
 pub(crate) mod read;
 mod statistics;
 pub mod transition;
+mod wal_checkpoint;
 pub(crate) mod watchers;
 pub mod write_gate;
 mod writes;

@@ -17,6 +17,7 @@ mod prefetch;
 mod rescue;
 mod statistics;
 mod wake;
+mod wal_checkpoint;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
