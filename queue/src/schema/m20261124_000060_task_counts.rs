@@ -54,7 +54,7 @@ fn backfill(backend: DatabaseBackend) -> [String; 2] {
 }
 
 /// `column`'s minute since the Unix epoch, in `backend`'s SQL.
-fn epoch_minute(backend: DatabaseBackend, column: &str) -> String {
+pub(super) fn epoch_minute(backend: DatabaseBackend, column: &str) -> String {
     match backend {
         DatabaseBackend::Postgres => {
             format!("CAST(FLOOR(EXTRACT(EPOCH FROM {column}) / 60) AS BIGINT)")

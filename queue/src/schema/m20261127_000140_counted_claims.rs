@@ -14,6 +14,7 @@
 //! by the trigger, so none can forget a count (ADR 0051).
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::sea_orm::DatabaseBackend;
 
 use super::m20261124_000060_task_counts as counts;
 use super::m20261124_000070_ready_table as ready;
@@ -87,14 +88,14 @@ fn complete() -> String {
            counted AS ({moved}),
            throughput AS (
              INSERT INTO queue_throughput AS p (minute, shard, completed)
-             SELECT CAST(FLOOR(EXTRACT(EPOCH FROM due) / 60) AS BIGINT), pg_backend_pid(),
-                 COUNT(*)
+             SELECT {minute}, pg_backend_pid(), COUNT(*)
              FROM completed HAVING COUNT(*) > 0
              ON CONFLICT (minute, shard) DO UPDATE SET completed = p.completed + excluded.completed)
            SELECT * FROM completed;
            {COUNTING_DONE}
          END $$",
         moved = moved_counts("completed", "EXECUTING", "COMPLETED"),
+        minute = counts::epoch_minute(DatabaseBackend::Postgres, "due"),
     )
 }
 
