@@ -136,7 +136,15 @@ impl Bulk {
     }
 
     pub(crate) async fn stop(self) {
+        self.stop_keeping_exports().await;
+    }
+
+    /// Stops the node once every attempt has ended and hands back its exports directory. An
+    /// abandoned task's status changes at once, while its attempt may still be finishing the
+    /// batch in progress and then cutting its file back.
+    pub(crate) async fn stop_keeping_exports(self) -> TempDir {
         self.runtime.shutdown(Duration::from_secs(5)).await;
+        self.exports
     }
 }
 

@@ -168,10 +168,10 @@ async fn a_running_export_stops_with_the_rows_it_committed(db: TestDatabase) {
     let (bulk, id, task) = cancelled_part_way(&db, "/api/1/caseload/exports", body).await;
     let done = task["progress_done"].as_u64().unwrap();
     assert_eq!(task["report"]["changed"].as_u64(), Some(done), "{task}");
-    let csv = std::fs::read_to_string(bulk.exports.path().join(format!("{id}.csv"))).unwrap();
+    let exports = bulk.stop_keeping_exports().await;
+    let csv = std::fs::read_to_string(exports.path().join(format!("{id}.csv"))).unwrap();
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     let distinct: std::collections::HashSet<&str> = rows.iter().copied().collect();
     assert_eq!(rows.len() as u64, done, "one row per person done");
     assert_eq!(distinct.len(), rows.len(), "no row twice");
-    bulk.stop().await;
 }
