@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use bulkq_types::actions::ActionReport;
 use queue::IdListFilter;
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -70,6 +70,16 @@ pub struct Targets {
     pub unknown: Vec<Uuid>,
 }
 
+impl Targets {
+    /// People already known to exist and to be within reach (a saved query's batch).
+    pub fn all_allowed(ids: Vec<Uuid>) -> Self {
+        Targets {
+            allowed: ids,
+            ..Targets::default()
+        }
+    }
+}
+
 /// Sorts `ids` into allowed, forbidden and unknown for `actor` with one query (a repeated id
 /// counts once), and returns the allowed people's rows in the order requested.
 pub async fn load_targets<C: ConnectionTrait>(
@@ -93,6 +103,27 @@ pub async fn load_targets<C: ConnectionTrait>(
         .filter_map(|id| found.remove(id))
         .collect();
     Ok((targets, allowed))
+}
+
+/// Sorts `ids` into allowed, forbidden and unknown for `actor`, reading only each person's
+/// coach: for actions that need no more of a person than their id.
+pub async fn sort_target_ids<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    ids: &[Uuid],
+) -> Result<Targets, CaseloadError> {
+    check_batch_size(ids)?;
+    let coaches: HashMap<Uuid, Option<Uuid>> = person::Entity::find()
+        .select_only()
+        .column(person::Column::Id)
+        .column(person::Column::CoachId)
+        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
+        .into_tuple()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(sort_targets(actor, ids, &coaches))
 }
 
 /// Sorts `ids` given the coach of each existing person among them.

@@ -10,7 +10,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::{Actor, BatchReport, load_targets};
+use crate::access::{Actor, BatchReport, Targets, sort_target_ids};
 use crate::entity::person_watch;
 
 /// Makes `actor` watch the people `person_ids` names (those within the actor's scope).
@@ -20,9 +20,20 @@ pub async fn watch<C: ConnectionTrait>(
     person_ids: &[Uuid],
     now: DateTime<Utc>,
 ) -> Result<BatchReport, CaseloadError> {
-    let (targets, _) = load_targets(db, actor, person_ids).await?;
+    let targets = sort_target_ids(db, actor, person_ids).await?;
+    watch_targets(db, actor, &targets, now).await
+}
+
+/// Makes `actor` watch `targets.allowed`, people already sorted by [`sort_target_ids`] or
+/// read within the actor's scope.
+pub async fn watch_targets<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    targets: &Targets,
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
     if targets.allowed.is_empty() {
-        return Ok(BatchReport::for_targets(&targets, 0));
+        return Ok(BatchReport::for_targets(targets, 0));
     }
     let rows = targets
         .allowed
@@ -43,7 +54,7 @@ pub async fn watch<C: ConnectionTrait>(
         )
         .exec_without_returning(db)
         .await?;
-    Ok(BatchReport::for_targets(&targets, inserted))
+    Ok(BatchReport::for_targets(targets, inserted))
 }
 
 /// Makes `actor` stop watching the people `person_ids` names.
@@ -56,8 +67,17 @@ pub async fn unwatch<C: ConnectionTrait>(
     actor: &Actor,
     person_ids: &[Uuid],
 ) -> Result<BatchReport, CaseloadError> {
-    let (mut targets, _) = load_targets(db, actor, person_ids).await?;
+    let mut targets = sort_target_ids(db, actor, person_ids).await?;
     targets.allowed.append(&mut targets.forbidden);
+    unwatch_targets(db, actor, &targets).await
+}
+
+/// Makes `actor` stop watching `targets.allowed`, people known to exist.
+pub async fn unwatch_targets<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    targets: &Targets,
+) -> Result<BatchReport, CaseloadError> {
     let deleted = person_watch::Entity::delete_many()
         .filter(person_watch::Column::StaffUserId.eq(actor.id))
         .filter(
@@ -67,5 +87,5 @@ pub async fn unwatch<C: ConnectionTrait>(
         .exec(db)
         .await?
         .rows_affected;
-    Ok(BatchReport::for_targets(&targets, deleted))
+    Ok(BatchReport::for_targets(targets, deleted))
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
+use crate::access::Targets;
 use crate::entity::person;
 use crate::search::{count_people_within, people_after_within};
 
@@ -36,18 +37,19 @@ impl Target {
         }
     }
 
-    /// The batch after `cursor`: at most `size` people, and the cursor after them.
+    /// The batch after `cursor`: at most `size` people, and the cursor after them; `None`
+    /// at the end of the walk.
     ///
-    /// A query is walked by keyset on the primary key within `scope`, so each batch is one
-    /// index range and the cursor is the last id; a list is walked by position. An empty
-    /// batch means the walk is over.
+    /// A query is walked by keyset on the primary key within `scope`, the cursor being the
+    /// last id visited (a batch may be empty short of the end, see
+    /// [`WalkStep`](crate::search::WalkStep)); a list is walked by position.
     pub(crate) async fn next_batch<C: ConnectionTrait>(
         &self,
         db: &C,
         scope: Condition,
         cursor: &Cursor,
         size: u64,
-    ) -> Result<TargetBatch, CaseloadError> {
+    ) -> Result<Option<TargetBatch>, CaseloadError> {
         match self {
             Target::Ids(ids) => {
                 let start = usize::try_from(cursor.position)
@@ -57,20 +59,22 @@ impl Target {
                     .saturating_add(usize::try_from(size).unwrap_or(usize::MAX))
                     .min(ids.len());
                 let ids = ids[start..end].to_vec();
-                Ok(TargetBatch {
+                Ok((!ids.is_empty()).then(|| TargetBatch {
                     next: cursor.advanced(ids.len(), None),
                     ids,
                     rows: None,
-                })
+                }))
             }
             Target::Query(filter) => {
-                let rows = people_after_within(db, filter, scope, cursor.after, size).await?;
-                let last = rows.last().map(|row| row.id);
-                Ok(TargetBatch {
-                    next: cursor.advanced(rows.len(), last),
-                    ids: rows.iter().map(|row| row.id).collect(),
-                    rows: Some(rows),
-                })
+                let step = people_after_within(db, filter, scope, cursor.after, size).await?;
+                let Some(last_visited) = step.last_visited else {
+                    return Ok(None);
+                };
+                Ok(Some(TargetBatch {
+                    next: cursor.advanced(step.people.len(), Some(last_visited)),
+                    ids: step.people.iter().map(|row| row.id).collect(),
+                    rows: Some(step.people),
+                }))
             }
         }
     }
@@ -106,7 +110,12 @@ pub(crate) struct TargetBatch {
 }
 
 impl TargetBatch {
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+    /// A query's batch as targets, all allowed: the walk has just read each of its people
+    /// within reach, in the batch's transaction. `None` for a list, whose ids are yet to be
+    /// sorted.
+    pub fn known_targets(&self) -> Option<Targets> {
+        self.rows
+            .as_ref()
+            .map(|_| Targets::all_allowed(self.ids.clone()))
     }
 }

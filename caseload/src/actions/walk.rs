@@ -116,10 +116,10 @@ impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
             )
             .await
             .map_err(task_error)?;
-        if batch.is_empty() {
+        let Some(batch) = batch else {
             self.finish();
             return Ok(Next::End(Some(txn)));
-        }
+        };
         self.progress.cursor = batch.next.clone();
         self.open_batch = Some((began, batch.ids.len() as u64));
         Ok(Next::Batch(Step { txn, actor, batch }))

@@ -21,7 +21,7 @@ use crate::access::Actor;
 use crate::entity::person;
 use planner::{
     FilterShape, MATCHES, Plan, SORT_AFTER_FILTER_MAX, choose_plan, condition, match_keys,
-    page_query,
+    page_query, walk_candidates,
 };
 use sql::{contains_keys, matching};
 
@@ -167,20 +167,32 @@ pub async fn count_people_within<C: ConnectionTrait>(
     count_matching(db, condition.add(scope)).await
 }
 
-/// The next `limit` people after `after` (by id) matching `filter` within `actor`'s scope.
+/// One step of the keyset walk of a saved query: the people it found, and where the next
+/// step begins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalkStep {
+    /// The people found, in id order: at most the limit, and possibly none before the end
+    /// (the ids passed over matched a name word but not the whole filter or scope).
+    pub people: Vec<person::Model>,
+    /// The last id the step passed over; the next step begins after it. `None` when nothing
+    /// is left after the cursor: the walk is over.
+    pub last_visited: Option<Uuid>,
+}
+
+/// The next people after `after` (by id), at most `limit`, matching `filter` within
+/// `actor`'s scope.
 ///
 /// This is how a bulk action walks a saved query when it runs: keyset pagination by primary
-/// key, so each batch is one index range however far along the walk is, memory stays at one
-/// batch, and the id of the last person is the checkpoint to resume from. People added
-/// behind the cursor during the walk are not visited; that is the meaning of "evaluated when
-/// the task runs".
+/// key, so memory stays at one step and the last id visited is the checkpoint to resume
+/// from. People added behind the cursor during the walk are not visited; that is the
+/// meaning of "evaluated when the task runs".
 pub async fn people_after<C: ConnectionTrait>(
     db: &C,
     filter: &PersonFilter,
     actor: &Actor,
     after: Option<Uuid>,
     limit: u64,
-) -> Result<Vec<person::Model>, CaseloadError> {
+) -> Result<WalkStep, CaseloadError> {
     people_after_within(db, filter, actor.scope(), after, limit).await
 }
 
@@ -191,23 +203,52 @@ pub async fn people_after_within<C: ConnectionTrait>(
     scope: Condition,
     after: Option<Uuid>,
     limit: u64,
-) -> Result<Vec<person::Model>, CaseloadError> {
-    // Walking the primary key suits filters spread evenly over ids (status, coach); text
-    // filters are looked up through their indexes and each batch sorted.
+) -> Result<WalkStep, CaseloadError> {
+    let backend = db.get_database_backend();
+    if let Some(candidates) = walk_candidates(backend, filter, after, limit)? {
+        let ids: Vec<Uuid> = db
+            .query_all(&candidates)
+            .await?
+            .iter()
+            .map(|row| row.try_get_by_index(0))
+            .collect::<Result<_, _>>()?;
+        let Some(last_visited) = ids.last().copied() else {
+            return Ok(WalkStep::default());
+        };
+        // Kept off the filter's indexes, SQLite looks up these ids only.
+        let condition = condition(backend, filter, Plan::WalkSortIndex)?
+            .add(scope)
+            .add(person::Column::Id.in_id_list(backend, ids));
+        let people = person::Entity::find()
+            .filter(condition)
+            .order_by_asc(person::Column::Id)
+            .all(db)
+            .await?;
+        return Ok(WalkStep {
+            people,
+            last_visited: Some(last_visited),
+        });
+    }
+    // Walking the primary key suits filters spread evenly over ids (status, coach); the
+    // other text filters are looked up through their indexes and each step sorted.
     let plan = match filter.has_text() {
         true => Plan::UseFilterIndexes,
         false => Plan::WalkSortIndex,
     };
-    let mut condition = condition(db.get_database_backend(), filter, plan)?.add(scope);
+    let mut condition = condition(backend, filter, plan)?.add(scope);
     if let Some(after) = after {
         condition = condition.add(person::Column::Id.gt(after));
     }
-    Ok(person::Entity::find()
+    let people = person::Entity::find()
         .filter(condition)
         .order_by_asc(person::Column::Id)
         .limit(limit)
         .all(db)
-        .await?)
+        .await?;
+    Ok(WalkStep {
+        last_visited: people.last().map(|person| person.id),
+        people,
+    })
 }
 
 /// The people with these ids, by id (unknown ids are simply absent).

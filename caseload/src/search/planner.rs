@@ -2,8 +2,11 @@
 //! order its rows are found and sorted, and the conditions and key queries that follow from it.
 
 use bulkq_types::filter::PersonFilter;
-use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SelectStatement, UnionType};
+use sea_orm::sea_query::{
+    ColumnRef, Expr, ExprTrait, IntoColumnRef, Order, Query, SelectStatement, UnionType,
+};
 use sea_orm::{ColumnTrait, Condition, DbBackend};
+use uuid::Uuid;
 
 use super::sql::{contains, contains_keys, starts_with};
 use super::{PageRequest, validate_filter};
@@ -158,6 +161,66 @@ pub(super) fn match_keys(
         union.union(UnionType::Distinct, branch(column));
     }
     Ok(union)
+}
+
+/// The next ids a walk over `filter` may find people at: the first `limit` after `after`,
+/// in id order, that its name word or its watch list names, read from indexes alone; `None`
+/// for a filter with neither.
+///
+/// Why: a walk's batches go in id order, which no name index keeps, so a batch found
+/// through the filter's indexes read every match's row (and sorted them all) to keep
+/// `limit`, and a walk of many short batches read every match many times. Looking the
+/// candidates up in covering indexes reads only their index entries; the caller then reads
+/// the rows of `limit` candidates at most and tests the whole filter and scope on them.
+pub(super) fn walk_candidates(
+    backend: DbBackend,
+    filter: &PersonFilter,
+    after: Option<Uuid>,
+    limit: u64,
+) -> Result<Option<SelectStatement>, CaseloadError> {
+    validate_filter(filter)?;
+    let after_cursor = |column: ColumnRef| {
+        after.map_or_else(Condition::all, |after| {
+            Condition::all().add(Expr::col(column).gt(after))
+        })
+    };
+    let candidates = if let Some((word, _)) = filter.split_name_word() {
+        let branch = |column| {
+            Query::select()
+                .column(person::Column::Id)
+                .from(person::Entity)
+                .cond_where(starts_with(backend, false, column, &word))
+                .cond_where(after_cursor(
+                    (person::Entity, person::Column::Id).into_column_ref(),
+                ))
+                .to_owned()
+        };
+        let [first, others @ ..] = NAME_COLUMNS;
+        let mut union = branch(first);
+        for column in others {
+            union.union(UnionType::Distinct, branch(column));
+        }
+        union
+    } else if let Some(staff_user_id) = filter.watched_by {
+        // The watch table's primary key starts (staff_user_id, person_id): one range.
+        let person_id = (person_watch::Entity, person_watch::Column::PersonId);
+        Query::select()
+            .expr_as(Expr::col(person_id), person::Column::Id)
+            .from(person_watch::Entity)
+            .and_where(person_watch::Column::StaffUserId.eq(staff_user_id))
+            .cond_where(after_cursor(person_id.into_column_ref()))
+            .to_owned()
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(
+        Query::select()
+            .column((MATCHES, person::Column::Id))
+            .from_subquery(candidates, MATCHES)
+            .order_by((MATCHES, person::Column::Id), Order::Asc)
+            .limit(limit)
+            .to_owned(),
+    ))
 }
 
 /// The query of [`page_ids`](super::page_ids): the ids of one page of `keys`, sorted.

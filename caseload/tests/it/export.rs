@@ -133,14 +133,14 @@ async fn a_hundred_thousand_rows_with_a_resume(db: TestDatabase) {
     let first = people_after(&db.conn, &everyone, &admin, None, 40_000)
         .await
         .unwrap();
-    export.write_people(&first).unwrap();
+    export.write_people(&first.people).unwrap();
     let saved = export.checkpoint().unwrap();
-    let resume_after = first.last().map(|p| p.id);
+    let resume_after = first.last_visited;
     // Written but never checkpointed: the attempt dies here.
     let lost = people_after(&db.conn, &everyone, &admin, resume_after, 5_000)
         .await
         .unwrap();
-    export.write_people(&lost).unwrap();
+    export.write_people(&lost.people).unwrap();
     export.checkpoint().unwrap();
     drop(export);
 
@@ -150,9 +150,11 @@ async fn a_hundred_thousand_rows_with_a_resume(db: TestDatabase) {
         let batch = people_after(&db.conn, &everyone, &admin, after, 10_000)
             .await
             .unwrap();
-        let Some(last) = batch.last() else { break };
-        after = Some(last.id);
-        export.write_people(&batch).unwrap();
+        let Some(last) = batch.last_visited else {
+            break;
+        };
+        after = Some(last);
+        export.write_people(&batch.people).unwrap();
         export.checkpoint().unwrap();
     }
     assert_eq!(export.checkpoint().unwrap().rows, PEOPLE);

@@ -1,5 +1,6 @@
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
+use caseload::access::Actor;
 use caseload::entity::person;
 use caseload::search::{count_people, people_after, search_people};
 use caseload::users::{NewStaffUser, Role, create_user};
@@ -365,25 +366,56 @@ async fn keyset_walk_within_scope(db: TestDatabase) {
     let everyone = PersonFilter::default();
     assert_eq!(count_people(&db.conn, &everyone, &actor).await.unwrap(), 30);
 
-    let (mut after, mut seen) = (None, Vec::new());
-    loop {
-        let batch = people_after(&db.conn, &everyone, &actor, after, 7)
-            .await
-            .unwrap();
-        let Some(last) = batch.last() else { break };
-        assert!(batch.len() <= 7);
-        after = Some(last.id);
-        seen.extend(batch.iter().map(|p| p.id));
-    }
-    let mut expected = [mine, free].concat();
+    let mut expected = [mine.clone(), free.clone()].concat();
     expected.sort();
-    assert_eq!(seen, expected);
+    assert_eq!(walk(&db, &everyone, &actor, 7).await, expected);
+
+    // A name word: its candidates come from the name indexes, and those outside the scope
+    // (a colleague's "First1") or the rest of the filter are passed over, not returned.
+    let first_one = |name: &str| PersonFilter {
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    // "First1", "First10" to "First19": 11 of mine, 1 unassigned, 1 of the colleague's.
+    let mut expected = [&mine[1..2], &mine[10..20], &free[1..2]].concat();
+    expected.sort();
+    assert_eq!(walk(&db, &first_one("first1"), &actor, 2).await, expected);
+    let mut expected = [&mine[1..2], &mine[10..20]].concat();
+    expected.sort();
+    assert_eq!(
+        walk(&db, &first_one("first1 min"), &actor, 3).await,
+        expected
+    );
+    // The watch list: one range of its primary key.
+    let watched = PersonFilter {
+        watched_by: Some(actor.id),
+        ..Default::default()
+    };
+    watch(&db.conn, &actor, &mine[..9], Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(walk(&db, &watched, &actor, 4).await, mine[..9].to_vec());
 
     let only_free = PersonFilter {
         name: Some("free".into()),
         ..Default::default()
     };
     assert_eq!(count_people(&db.conn, &only_free, &actor).await.unwrap(), 5);
+}
+
+/// Every person a keyset walk of `filter` finds, in steps of at most `limit`.
+async fn walk(db: &TestDatabase, filter: &PersonFilter, actor: &Actor, limit: u64) -> Vec<Uuid> {
+    let (mut after, mut seen) = (None, Vec::new());
+    loop {
+        let step = people_after(&db.conn, filter, actor, after, limit)
+            .await
+            .unwrap();
+        let Some(last) = step.last_visited else { break };
+        assert!(step.people.len() as u64 <= limit);
+        after = Some(last);
+        seen.extend(step.people.iter().map(|p| p.id));
+    }
+    seen
 }
 
 /// Over 2,000 people in one status: the page is read from the status's name-ordered index

@@ -235,9 +235,11 @@ async fn a_hundred_thousand_people_in_batches(db: TestDatabase) {
             )
             .await
             .unwrap();
-            let Some(last) = batch.last() else { break };
-            after = Some(last.id);
-            let ids: Vec<Uuid> = batch.iter().map(|p| p.id).collect();
+            let Some(last) = batch.last_visited else {
+                break;
+            };
+            after = Some(last);
+            let ids: Vec<Uuid> = batch.people.iter().map(|p| p.id).collect();
             let txn = db.conn.begin().await.unwrap();
             changed += change_status(&txn, task, &admin, &change, &ids, Utc::now())
                 .await

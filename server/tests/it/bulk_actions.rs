@@ -10,12 +10,14 @@ use axum::http::{StatusCode, header};
 use caseload::actions::ActionsConfig;
 use caseload::actions::export_files::EXPORT_RETENTION_DEFAULT;
 use caseload::email::{MailTransport, Mailer, SmtpRelay};
+use caseload::entity::person_watch;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::testing::{SmtpServer, insert_people};
 use caseload::users::Role;
 use migration::Migrator;
 use queue::testing::{TestDatabase, fast_config, wait_until};
 use queue::{Registry, Runtime, RuntimeHandle, Store};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use uuid::Uuid;
@@ -25,6 +27,7 @@ use crate::helpers::*;
 queue::backend_tests!(Migrator =>
     status_change_applies_within_scope_and_reports_the_rest,
     watch_and_unwatch_are_idempotent,
+    a_watch_by_query_stays_within_scope,
     export_is_downloaded_by_its_owner_only,
     email_goes_out_once_per_recipient,
     bad_requests_are_rejected_with_field_messages,
@@ -287,6 +290,50 @@ async fn watch_and_unwatch_are_idempotent(db: TestDatabase) {
     assert_eq!(task["report"]["changed"], 2, "{task}");
     assert_eq!(count(&db, watches).await, 0);
     bulk.stop().await;
+}
+
+/// A saved query's batches are watched as the walk read them: only the people within the
+/// run_as user's scope, never a colleague's.
+async fn a_watch_by_query_stays_within_scope(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    let sam = add_user(&db, "sam3", Role::Staff).await;
+    let colleague = add_user(&db, "colleague3", Role::Staff).await;
+    let mine = insert_people(&db.conn, "mine", 2, Some(sam.id)).await;
+    let unassigned = insert_people(&db.conn, "free", 1, None).await;
+    insert_people(&db.conn, "theirs", 2, Some(colleague.id)).await;
+    let cookie = sign_in_as(&bulk.app, "sam3").await;
+    let query = json!({"query": {"program_status": "ACTIVE"}});
+
+    let reference = bulk
+        .submit("/api/1/caseload/watches", query.clone(), &cookie)
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["report"]["changed"], 3, "{task}");
+    let mut watched = watched_by(&db, sam.id).await;
+    watched.sort();
+    let mut mine_or_free = [mine, unassigned].concat();
+    mine_or_free.sort();
+    assert_eq!(watched, mine_or_free);
+
+    let reference = bulk
+        .submit("/api/1/caseload/unwatches", query, &cookie)
+        .await;
+    let task = bulk.finished(&reference, &cookie).await;
+    assert_eq!(task["report"]["changed"], 3, "{task}");
+    assert!(watched_by(&db, sam.id).await.is_empty());
+    bulk.stop().await;
+}
+
+/// The people `staff_user_id` watches.
+async fn watched_by(db: &TestDatabase, staff_user_id: Uuid) -> Vec<Uuid> {
+    person_watch::Entity::find()
+        .filter(person_watch::Column::StaffUserId.eq(staff_user_id))
+        .all(&db.conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|watch| watch.person_id)
+        .collect()
 }
 
 async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {

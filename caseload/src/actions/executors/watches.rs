@@ -1,5 +1,6 @@
 //! `caseload.watch` and `caseload.unwatch`: the run_as user's bookmarks on the target,
 //! set or cleared batch by batch; both are idempotent, so a re-run batch changes nothing.
+//! A saved query's batch is used as the walk read it, so its people are not read twice.
 
 use chrono::Utc;
 use queue::{TaskContext, TaskError, TaskExecutor};
@@ -7,7 +8,7 @@ use queue::{TaskContext, TaskError, TaskExecutor};
 use crate::actions::pace::SharedPace;
 use crate::actions::spec::WatchSpec;
 use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
-use crate::watches::{unwatch, watch};
+use crate::watches::{unwatch, unwatch_targets, watch, watch_targets};
 
 pub(crate) struct WatchExecutor {
     pub pace: SharedPace,
@@ -24,7 +25,13 @@ impl TaskExecutor for WatchExecutor {
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let action = DatabaseChange::new(|step| {
-            Box::pin(watch(&*step.txn, &step.actor, &step.batch.ids, Utc::now()))
+            Box::pin(async move {
+                let (txn, actor) = (&*step.txn, &step.actor);
+                match step.batch.known_targets() {
+                    Some(targets) => watch_targets(txn, actor, &targets, Utc::now()).await,
+                    None => watch(txn, actor, &step.batch.ids, Utc::now()).await,
+                }
+            })
         });
         walk.run(ctx, &action).await
     }
@@ -37,8 +44,15 @@ impl TaskExecutor for UnwatchExecutor {
         // Clearing one's own bookmark affects nobody else, so a query may reach people
         // outside the run_as scope (e.g. someone reassigned since they were watched).
         let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::Anyone, self.pace.clone())?;
-        let action =
-            DatabaseChange::new(|step| Box::pin(unwatch(&*step.txn, &step.actor, &step.batch.ids)));
+        let action = DatabaseChange::new(|step| {
+            Box::pin(async move {
+                let (txn, actor) = (&*step.txn, &step.actor);
+                match step.batch.known_targets() {
+                    Some(targets) => unwatch_targets(txn, actor, &targets).await,
+                    None => unwatch(txn, actor, &step.batch.ids).await,
+                }
+            })
+        });
         walk.run(ctx, &action).await
     }
 }
