@@ -31,7 +31,7 @@ use caseload::users::{NewStaffUser, Role, create_user};
 use clap::Parser;
 use http_body_util::BodyExt;
 use queue::testing::{peak_rss_mib, reset_peak_rss};
-use queue::{Store, TaskStatus};
+use queue::{Store, TaskStatus, WriteClass};
 use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, Iterable, Statement};
 use serde_json::json;
 use server::commands::{open_database, start_node};
@@ -306,8 +306,12 @@ impl Office {
         }
     }
 
+    /// Lets the backlog go. Not a person's write: the alone phase's batches take
+    /// `--batch-size` people, as they would with nobody about.
     async fn resume_watches(&self) -> anyhow::Result<()> {
-        self.store.component_resume(WATCH).await?;
+        self.store
+            .component_resume_as(WATCH, WriteClass::Background)
+            .await?;
         Ok(())
     }
 

@@ -183,9 +183,22 @@ impl Store {
         Ok(matches!(inserted, sea_orm::TryInsertResult::Inserted(n) if n > 0))
     }
 
-    /// Lets nodes claim tasks of `component` again; `true` if it was paused.
+    /// Lets nodes claim tasks of `component` again; `true` if it was paused. An admin's
+    /// write: a person waits for it.
     pub async fn component_resume(&self, component: &str) -> Result<bool, QueueError> {
-        let txn = self.begin_write_as(WriteClass::Interactive).await?;
+        self.component_resume_as(component, WriteClass::Interactive)
+            .await
+    }
+
+    /// [`Store::component_resume`] as a write of `class`. A resume nobody waits on (a
+    /// benchmark starting its clock) is `Background`, so it does not count as a person
+    /// writing and the work it lets go runs in full batches.
+    pub async fn component_resume_as(
+        &self,
+        component: &str,
+        class: WriteClass,
+    ) -> Result<bool, QueueError> {
+        let txn = self.begin_write_as(class).await?;
         let deleted = component_pause::Entity::delete_many()
             .filter(component_pause::Column::Component.eq(component))
             .exec(&*txn)

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use queue::testing::{self, Backend, TestDatabase};
-use queue::{ManualClock, Registry, Runtime, Store, TaskGetAvailableParams, TaskStatus};
+use queue::{
+    ManualClock, Registry, Runtime, Store, TaskGetAvailableParams, TaskStatus, WriteClass,
+};
 use sea_orm::ConnectionTrait;
 
 use super::{EffectExecutor, new_task, setup};
@@ -18,6 +20,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     a_cancelled_future_task_leaves_the_next_one_due,
     claims_by_priority_then_fifo,
     paused_components_are_not_claimed,
+    only_a_person_resuming_counts_as_people_writing,
     the_next_run_at_is_the_earliest_unpaused_task_of_any_priority,
     no_index_of_a_task_changes_when_it_is_claimed_or_completed,
 );
@@ -276,6 +279,21 @@ async fn paused_components_are_not_claimed(db: TestDatabase) {
     let claimed = bundle.store.task_get_available(claim).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, task.id);
+}
+
+/// An admin's resume is a person's write, after which bulk work keeps its batches short; a
+/// resume nobody waits on (a benchmark starting its clock) is not.
+async fn only_a_person_resuming_counts_as_people_writing(db: TestDatabase) {
+    let bundle = setup(db).await;
+    let store = &bundle.store;
+    assert!(store.component_pause("test.paused", "admin").await.unwrap());
+    let fresh = Store::new(store.db().clone());
+    assert!(!fresh.people_writing());
+    let resumed = fresh.component_resume_as("test.paused", WriteClass::Background);
+    assert!(resumed.await.unwrap());
+    assert!(!fresh.people_writing());
+    assert!(!fresh.component_resume("test.paused").await.unwrap());
+    assert!(fresh.people_writing());
 }
 
 /// The idle producer's nap ends at the earliest `run_at` among the queued tasks of unpaused
