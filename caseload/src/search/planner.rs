@@ -154,13 +154,20 @@ pub(super) fn match_keys(
         return Ok(keys(condition(backend, filter, plan)?));
     };
     let rest = condition(backend, &rest, plan)?;
-    let branch = |column| keys(rest.clone().add(starts_with(backend, false, column, &word)));
+    Ok(union_of_name_columns(|column| {
+        keys(rest.clone().add(starts_with(backend, false, column, &word)))
+    }))
+}
+
+/// The UNION of `branch` over every column a name word may start: each branch is served by
+/// that column's covering index, where an OR of the columns would read the table.
+fn union_of_name_columns(branch: impl Fn(person::Column) -> SelectStatement) -> SelectStatement {
     let [first, others @ ..] = NAME_COLUMNS;
     let mut union = branch(first);
     for column in others {
         union.union(UnionType::Distinct, branch(column));
     }
-    Ok(union)
+    union
 }
 
 /// The next ids a walk over `filter` may find people at: the first `limit` after `after`,
@@ -185,7 +192,7 @@ pub(super) fn walk_candidates(
         })
     };
     let candidates = if let Some((word, _)) = filter.split_name_word() {
-        let branch = |column| {
+        union_of_name_columns(|column| {
             Query::select()
                 .column(person::Column::Id)
                 .from(person::Entity)
@@ -194,13 +201,7 @@ pub(super) fn walk_candidates(
                     (person::Entity, person::Column::Id).into_column_ref(),
                 ))
                 .to_owned()
-        };
-        let [first, others @ ..] = NAME_COLUMNS;
-        let mut union = branch(first);
-        for column in others {
-            union.union(UnionType::Distinct, branch(column));
-        }
-        union
+        })
     } else if let Some(staff_user_id) = filter.watched_by {
         // The watch table's primary key starts (staff_user_id, person_id): one range.
         let person_id = (person_watch::Entity, person_watch::Column::PersonId);
