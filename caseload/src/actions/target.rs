@@ -9,10 +9,20 @@ use uuid::Uuid;
 use crate::CaseloadError;
 use crate::access::Targets;
 use crate::entity::person;
-use crate::search::{count_people_within, people_after_within};
+use crate::search::{CandidatesAhead, count_people_within, people_after_reading_ahead};
 
 /// The most ids one request may name; larger selections are sent as a query.
 pub const MAX_TARGET_IDS: usize = 10_000;
+
+/// How many candidates a walk of a query reads ahead at once (see
+/// [`people_after_reading_ahead`]): a saved query of one first name in a caseload of 100,000
+/// (about 2,600 people) in one read, for 64 KiB of ids.
+const CANDIDATES_READ_AHEAD: u64 = 4_096;
+
+/// A fresh read-ahead for a walk of a query.
+pub(crate) fn candidates_ahead() -> CandidatesAhead {
+    CandidatesAhead::reading(CANDIDATES_READ_AHEAD)
+}
 
 /// The people a task acts on, as stored in its spec.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,13 +52,15 @@ impl Target {
     ///
     /// A query is walked by keyset on the primary key within `scope`, the cursor being the
     /// last id visited (a batch may be empty short of the end, see
-    /// [`WalkStep`](crate::search::WalkStep)); a list is walked by position.
+    /// [`WalkStep`](crate::search::WalkStep)), its candidates read `ahead`; a list is walked
+    /// by position.
     pub(crate) async fn next_batch<C: ConnectionTrait>(
         &self,
         db: &C,
         scope: Condition,
         cursor: &Cursor,
         size: u64,
+        ahead: &mut CandidatesAhead,
     ) -> Result<Option<TargetBatch>, CaseloadError> {
         match self {
             Target::Ids(ids) => {
@@ -66,7 +78,8 @@ impl Target {
                 }))
             }
             Target::Query(filter) => {
-                let step = people_after_within(db, filter, scope, cursor.after, size).await?;
+                let step = people_after_reading_ahead(db, filter, scope, cursor.after, size, ahead)
+                    .await?;
                 let Some(last_visited) = step.last_visited else {
                     return Ok(None);
                 };

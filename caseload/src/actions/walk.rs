@@ -14,9 +14,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::pace::SharedPace;
-use super::target::{Cursor, Target, TargetBatch};
+use super::target::{Cursor, Target, TargetBatch, candidates_ahead};
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport};
+use crate::search::CandidatesAhead;
 
 /// A bulk action's checkpoint (the task's `execution_state`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -49,6 +50,8 @@ pub(crate) struct Step {
 /// A resumable walk over a task's target.
 pub(crate) struct Walk<E> {
     target: Target,
+    /// A query's candidates read ahead of the cursor, for the batches to come.
+    ahead: CandidatesAhead,
     reach: Reach,
     pace: SharedPace,
     /// When the batch now open was begun, and its rows: how the pace learns.
@@ -69,6 +72,7 @@ impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
     ) -> Result<Self, TaskError> {
         Ok(Walk {
             target,
+            ahead: candidates_ahead(),
             reach,
             pace,
             open_batch: None,
@@ -113,6 +117,7 @@ impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
                 scope,
                 &self.progress.cursor,
                 self.pace.rows(ctx.people_writing()),
+                &mut self.ahead,
             )
             .await
             .map_err(task_error)?;

@@ -204,14 +204,32 @@ pub async fn people_after_within<C: ConnectionTrait>(
     after: Option<Uuid>,
     limit: u64,
 ) -> Result<WalkStep, CaseloadError> {
+    let mut ahead = CandidatesAhead::reading(limit);
+    people_after_reading_ahead(db, filter, scope, after, limit, &mut ahead).await
+}
+
+/// [`people_after_within`] for a walk that takes many steps: a name word's or watch list's
+/// candidates are read `ahead` of the step, many steps' worth at once.
+///
+/// Why: the candidates' read costs every index entry of the name word after the cursor,
+/// however few it returns, so a walk in short batches (25 ms while people write) paid it
+/// once per batch. Read ahead, it is paid once per read (ADR 0054).
+///
+/// Each candidate is still tested against the whole filter and `scope` when its step runs,
+/// so a person who stopped matching since the read is passed over. A person who began to
+/// match an existing entry (renamed, newly watched) between the read and the step may be
+/// missed, as though the change came after the walk passed them; people added since have
+/// later ids and are found by the read that ends the walk, which always runs afresh.
+pub async fn people_after_reading_ahead<C: ConnectionTrait>(
+    db: &C,
+    filter: &PersonFilter,
+    scope: Condition,
+    after: Option<Uuid>,
+    limit: u64,
+    ahead: &mut CandidatesAhead,
+) -> Result<WalkStep, CaseloadError> {
     let backend = db.get_database_backend();
-    if let Some(candidates) = walk_candidates(backend, filter, after, limit)? {
-        let ids: Vec<Uuid> = db
-            .query_all(&candidates)
-            .await?
-            .iter()
-            .map(|row| row.try_get_by_index(0))
-            .collect::<Result<_, _>>()?;
+    if let Some(ids) = ahead.next(db, filter, after, limit).await? {
         let Some(last_visited) = ids.last().copied() else {
             return Ok(WalkStep::default());
         };
@@ -249,6 +267,61 @@ pub async fn people_after_within<C: ConnectionTrait>(
         last_visited: people.last().map(|person| person.id),
         people,
     })
+}
+
+/// The candidate ids a walk has read ahead of its cursor (see
+/// [`people_after_reading_ahead`]): at most one read's worth, in id order.
+#[derive(Debug, Clone)]
+pub struct CandidatesAhead {
+    /// How many candidates one read asks for (at least the step's limit).
+    per_read: u64,
+    /// The cursor the candidates were read after.
+    read_after: Option<Uuid>,
+    ids: Vec<Uuid>,
+}
+
+impl CandidatesAhead {
+    /// Nothing read yet; each read asks for `per_read` candidates.
+    pub fn reading(per_read: u64) -> Self {
+        Self {
+            per_read,
+            read_after: None,
+            ids: Vec::new(),
+        }
+    }
+
+    /// The next candidates after `after`, at most `limit`: from what was read ahead when it
+    /// covers `after` and holds any beyond it, else from a fresh read (so the walk's end is
+    /// always read afresh). `None` for a filter without candidates.
+    async fn next<C: ConnectionTrait>(
+        &mut self,
+        db: &C,
+        filter: &PersonFilter,
+        after: Option<Uuid>,
+        limit: u64,
+    ) -> Result<Option<Vec<Uuid>>, CaseloadError> {
+        let covered =
+            self.read_after <= after && self.ids.last().is_some_and(|&last| after < Some(last));
+        if !covered {
+            let per_read = self.per_read.max(limit);
+            let Some(query) = walk_candidates(db.get_database_backend(), filter, after, per_read)?
+            else {
+                return Ok(None);
+            };
+            self.ids = db
+                .query_all(&query)
+                .await?
+                .iter()
+                .map(|row| row.try_get_by_index(0))
+                .collect::<Result<_, _>>()?;
+            self.read_after = after;
+        }
+        let start = self.ids.partition_point(|&id| Some(id) <= after);
+        let end = start
+            .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
+            .min(self.ids.len());
+        Ok(Some(self.ids[start..end].to_vec()))
+    }
 }
 
 /// The people with these ids, by id (unknown ids are simply absent).

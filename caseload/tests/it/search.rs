@@ -2,7 +2,10 @@ use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
 use caseload::access::Actor;
 use caseload::entity::person;
-use caseload::search::{count_people, people_after, search_people};
+use caseload::search::{
+    CandidatesAhead, WalkStep, count_people, people_after, people_after_reading_ahead,
+    search_people,
+};
 use caseload::users::{NewStaffUser, Role, create_user};
 use caseload::watches::watch;
 use chrono::Utc;
@@ -18,6 +21,7 @@ queue::backend_tests!(Migrator =>
     rejects_bad_page_sizes,
     email_contains_and_watch_filters,
     keyset_walk_within_scope,
+    candidates_read_ahead_are_tested_when_walked,
     deep_pages_of_a_large_status_follow_name_order,
 );
 
@@ -401,6 +405,68 @@ async fn keyset_walk_within_scope(db: TestDatabase) {
         ..Default::default()
     };
     assert_eq!(count_people(&db.conn, &only_free, &actor).await.unwrap(), 5);
+}
+
+/// A walk that reads its candidates ahead tests each against the filter when its step runs
+/// (someone renamed since the read is passed over), finds people added since the read (the
+/// end is read afresh), and may go back to an earlier cursor (a batch rolled back).
+async fn candidates_read_ahead_are_tested_when_walked(db: TestDatabase) {
+    let actor = crate::helpers::actor(&db, "staff", Role::Staff).await;
+    // "First0" to "First29", in id order.
+    let mine = crate::helpers::people(&db, "mine", 30, Some(actor.id)).await;
+    let filter = PersonFilter {
+        name: Some("first".into()),
+        ..Default::default()
+    };
+    let mut ahead = CandidatesAhead::reading(100);
+    let step = walk_step(&db, &filter, &actor, None, &mut ahead).await;
+    assert_eq!(people_of(&step), mine[..5]);
+
+    // After the read: one person ahead no longer matches, one more does (added).
+    person::Entity::update_many()
+        .col_expr(person::Column::FirstName, Expr::value("Zed"))
+        .filter(person::Column::Id.eq(mine[7]))
+        .exec(&db.conn)
+        .await
+        .unwrap();
+    let late = crate::helpers::people(&db, "late", 1, Some(actor.id)).await;
+
+    let second = walk_step(&db, &filter, &actor, step.last_visited, &mut ahead).await;
+    assert_eq!(people_of(&second), [mine[5], mine[6], mine[8], mine[9]]);
+
+    // Back to an earlier cursor (a batch rolled back): the five candidates after it, the
+    // renamed one passed over but visited.
+    let again = walk_step(&db, &filter, &actor, Some(mine[2]), &mut ahead).await;
+    assert_eq!(people_of(&again), mine[3..7]);
+    assert_eq!(again.last_visited, Some(mine[7]));
+
+    let mut seen = [people_of(&step), people_of(&second)].concat();
+    let mut after = second.last_visited;
+    loop {
+        let step = walk_step(&db, &filter, &actor, after, &mut ahead).await;
+        let Some(last) = step.last_visited else { break };
+        seen.extend(people_of(&step));
+        after = Some(last);
+    }
+    let expected: Vec<Uuid> = [&mine[..7], &mine[8..], &late[..]].concat();
+    assert_eq!(seen, expected);
+}
+
+/// One step of five of a walk reading candidates `ahead`.
+async fn walk_step(
+    db: &TestDatabase,
+    filter: &PersonFilter,
+    actor: &Actor,
+    after: Option<Uuid>,
+    ahead: &mut CandidatesAhead,
+) -> WalkStep {
+    people_after_reading_ahead(&db.conn, filter, actor.scope(), after, 5, ahead)
+        .await
+        .unwrap()
+}
+
+fn people_of(step: &WalkStep) -> Vec<Uuid> {
+    step.people.iter().map(|p| p.id).collect()
 }
 
 /// Every person a keyset walk of `filter` finds, in steps of at most `limit`.
