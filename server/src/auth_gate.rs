@@ -16,14 +16,19 @@ use uuid::Uuid;
 /// Where anonymous visitors are sent.
 pub const SIGN_IN_PATH: &str = "/login";
 
-/// Paths anyone may fetch: health checks, metrics, the built assets and the server functions.
+/// Paths anyone may fetch: [`is_asset_or_probe`] and the server functions.
 fn is_public(path: &str) -> bool {
+    is_asset_or_probe(path) || path.starts_with("/api/")
+}
+
+/// Health checks, metrics and the built assets: fetched by machines or for any page, never a
+/// sign of a user's activity.
+pub fn is_asset_or_probe(path: &str) -> bool {
     path == "/healthz"
         || path == "/readyz"
         || path == "/metrics"
         || path == "/favicon.svg"
         || path.starts_with("/pkg/")
-        || path.starts_with("/api/")
 }
 
 /// The middleware.

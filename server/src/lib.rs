@@ -28,6 +28,7 @@ pub mod memory;
 pub mod metrics;
 pub mod queue_threads;
 pub mod security_headers;
+pub mod session_renewal;
 pub mod site;
 pub mod smtp_settings;
 pub mod web;

@@ -27,12 +27,11 @@ use crate::api::stream_limit::{STREAMS_PER_USER_DEFAULT, StreamLimit};
 use crate::client_address::{TrustForwardedFor, record_client_address};
 use crate::failsafe::{self, RequestTimeout};
 use crate::security_headers::{Https, add_security_headers};
+use crate::session_renewal::{self, SESSION_IDLE_TIMEOUT};
 use crate::{auth_gate, csrf};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "bulkq_session";
-/// A session ends after this long without a request.
-const SESSION_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
 
 /// The app's pages, listed once per process and shared by every router built in it.
 ///
@@ -104,6 +103,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         .leptos_routes_with_context(&leptos_options, PAGES.clone(), context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))
+        .layer(axum::middleware::from_fn(session_renewal::renew_signed_in))
         .layer(sessions)
         .layer(axum::middleware::from_fn(csrf::reject_cross_site_writes));
     with_guards(routes, options).with_state(leptos_options)

@@ -1,16 +1,26 @@
 //! A tower-sessions store on the product's own database (the `web_session` table), so
 //! sign-ins survive a restart and every node of a cluster sees the same sessions, on SQLite
-//! and PostgreSQL alike, through the same migrations as everything else. On SQLite its
-//! writes take the queue store's write slot as a person's (a sign-in must not wait behind
+//! and PostgreSQL alike, through the same migrations as everything else. Its writes are the
+//! queue store's write transactions of a person (on SQLite a sign-in must not wait behind
 //! the background batches, nor in SQLite's sleeping busy handler).
+//!
+//! The server saves a signed-in user's session on each of their requests, so that its expiry
+//! moves on with their activity (`server::session_renewal`); a save that would change
+//! nothing but that expiry, by less than [`EXPIRY_REFRESH_INTERVAL`], is skipped, so a busy
+//! user costs one write a minute rather than one per request.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use queue::{Store, WriteClass};
+use queue::{Store, WriteClass, WriteTransaction};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, Set, SqlErr};
+use tower_sessions::cookie::time::Duration;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
+
+/// How far a session's expiry must have moved on before a save that changes nothing else
+/// writes it.
+pub const EXPIRY_REFRESH_INTERVAL: Duration = Duration::minutes(1);
 
 mod web_session {
     use sea_orm::entity::prelude::*;
@@ -38,7 +48,7 @@ pub struct DatabaseSessionStore {
 }
 
 impl DatabaseSessionStore {
-    /// Sessions in `store`'s database, writing through its write slot.
+    /// Sessions in `store`'s database, written in its write transactions.
     pub fn new(store: Store) -> Self {
         Self { store }
     }
@@ -49,13 +59,13 @@ impl SessionStore for DatabaseSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         // Ids are random 128-bit values; a collision is astronomically unlikely, but if one
         // happens the insert fails on the primary key and a fresh id is drawn.
-        let _slot = self.slot(WriteClass::Interactive).await?;
         loop {
+            let txn = self.begin(WriteClass::Interactive).await?;
             match web_session::Entity::insert(active_model(record)?)
-                .exec(self.store.db())
+                .exec(&*txn)
                 .await
             {
-                Ok(_) => return Ok(()),
+                Ok(_) => return txn.commit().await.map_err(backend),
                 Err(error)
                     if matches!(error.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) =>
                 {
@@ -67,20 +77,52 @@ impl SessionStore for DatabaseSessionStore {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        let _slot = self.slot(WriteClass::Interactive).await?;
+        if self.only_expiry_moved_a_little(record).await? {
+            return Ok(());
+        }
+        let txn = self.begin(WriteClass::Interactive).await?;
         web_session::Entity::insert(active_model(record)?)
             .on_conflict(
                 OnConflict::column(web_session::Column::Id)
                     .update_columns([web_session::Column::Data, web_session::Column::ExpiryDate])
                     .to_owned(),
             )
-            .exec(self.store.db())
+            .exec(&*txn)
             .await
             .map_err(backend)?;
-        Ok(())
+        txn.commit().await.map_err(backend)
     }
 
     async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
+        self.stored(session_id).await
+    }
+
+    async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
+        let txn = self.begin(WriteClass::Interactive).await?;
+        web_session::Entity::delete_by_id(session_id.to_string())
+            .exec(&*txn)
+            .await
+            .map_err(backend)?;
+        txn.commit().await.map_err(backend)
+    }
+}
+
+#[async_trait]
+impl ExpiredDeletion for DatabaseSessionStore {
+    async fn delete_expired(&self) -> session_store::Result<()> {
+        let txn = self.begin(WriteClass::Background).await?;
+        web_session::Entity::delete_many()
+            .filter(web_session::Column::ExpiryDate.lte(Utc::now()))
+            .exec(&*txn)
+            .await
+            .map_err(backend)?;
+        txn.commit().await.map_err(backend)
+    }
+}
+
+impl DatabaseSessionStore {
+    /// The unexpired record stored under `session_id`, if any.
+    async fn stored(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
         let row = web_session::Entity::find_by_id(session_id.to_string())
             .filter(web_session::Column::ExpiryDate.gt(Utc::now()))
             .one(self.store.db())
@@ -93,33 +135,20 @@ impl SessionStore for DatabaseSessionStore {
         .transpose()
     }
 
-    async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
-        let _slot = self.slot(WriteClass::Interactive).await?;
-        web_session::Entity::delete_by_id(session_id.to_string())
-            .exec(self.store.db())
-            .await
-            .map_err(backend)?;
-        Ok(())
+    /// Whether `record` is stored already with the same data and an expiry at most
+    /// [`EXPIRY_REFRESH_INTERVAL`] before its own (never after it: a shortened session is
+    /// written at once). A read, which needs no write slot.
+    async fn only_expiry_moved_a_little(&self, record: &Record) -> session_store::Result<bool> {
+        Ok(self.stored(&record.id).await?.is_some_and(|stored| {
+            stored.data == record.data
+                && (Duration::ZERO..EXPIRY_REFRESH_INTERVAL)
+                    .contains(&(record.expiry_date - stored.expiry_date))
+        }))
     }
-}
 
-#[async_trait]
-impl ExpiredDeletion for DatabaseSessionStore {
-    async fn delete_expired(&self) -> session_store::Result<()> {
-        let _slot = self.slot(WriteClass::Background).await?;
-        web_session::Entity::delete_many()
-            .filter(web_session::Column::ExpiryDate.lte(Utc::now()))
-            .exec(self.store.db())
-            .await
-            .map_err(backend)?;
-        Ok(())
-    }
-}
-
-impl DatabaseSessionStore {
-    /// SQLite: the write slot, held while one statement runs.
-    async fn slot(&self, class: WriteClass) -> session_store::Result<Option<queue::WritePass>> {
-        self.store.write_slot(class).await.map_err(backend)
+    /// A write transaction of `class` (see `queue::Store::begin_write_as`).
+    async fn begin(&self, class: WriteClass) -> session_store::Result<WriteTransaction> {
+        self.store.begin_write_as(class).await.map_err(backend)
     }
 }
 

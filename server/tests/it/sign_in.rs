@@ -124,3 +124,55 @@ async fn repeated_failures_are_throttled(db: TestDatabase) {
     let (response, body) = send(&app, post_form("/api/sign_in", &form, None)).await;
     assert_status(&response, &body, StatusCode::TOO_MANY_REQUESTS);
 }
+
+queue::backend_tests!(Migrator => activity_keeps_a_session_alive);
+
+/// A session's stored expiry moves on with the user's requests (at most once a minute),
+/// so an active user is not signed out a fixed time after signing in; requests that are
+/// not a signed-in user's leave the session table alone.
+async fn activity_keeps_a_session_alive(db: TestDatabase) {
+    use app::api::session_store::DatabaseSessionStore;
+    use time::{Duration, OffsetDateTime};
+    use tower_sessions::SessionStore;
+    use tower_sessions::session::Id;
+
+    let app = app(&db).await;
+    let cookie = sign_in(&app).await;
+    let id: Id = cookie.trim_start_matches("bulkq_session=").parse().unwrap();
+    let sessions = DatabaseSessionStore::new(queue::Store::new(db.conn.clone()));
+    let stored_expiry = || async { sessions.load(&id).await.unwrap().unwrap().expiry_date };
+
+    // As if the user signed in seven hours ago and has been idle since.
+    let mut record = sessions.load(&id).await.unwrap().unwrap();
+    record.expiry_date = OffsetDateTime::now_utc() + Duration::hours(1);
+    sessions.save(&record).await.unwrap();
+    assert!(stored_expiry().await < OffsetDateTime::now_utc() + Duration::hours(2));
+
+    let (response, body) = send(&app, get("/", Some(&cookie))).await;
+    assert_status(&response, &body, StatusCode::OK);
+    assert!(stored_expiry().await > OffsetDateTime::now_utc() + Duration::hours(7));
+
+    // Within a minute of the stored expiry, an unchanged session is not written again; a
+    // change of its data, or of its expiry by more, is.
+    let mut record = sessions.load(&id).await.unwrap().unwrap();
+    let written = record.expiry_date;
+    record.expiry_date = written + Duration::seconds(30);
+    sessions.save(&record).await.unwrap();
+    assert_eq!(stored_expiry().await, written);
+    record.expiry_date = written + Duration::minutes(2);
+    sessions.save(&record).await.unwrap();
+    assert_eq!(stored_expiry().await, written + Duration::minutes(2));
+    record.expiry_date += Duration::seconds(30);
+    record
+        .data
+        .insert("note".into(), serde_json::json!("changed"));
+    sessions.save(&record).await.unwrap();
+    assert_eq!(stored_expiry().await, record.expiry_date);
+
+    // A stale cookie, on a page or an asset, creates no session.
+    let stale = format!("bulkq_session={}", Id::default());
+    for path in ["/", "/pkg/bulkq.js", "/healthz"] {
+        send(&app, get(path, Some(&stale))).await;
+    }
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM web_session").await, 1);
+}
