@@ -14,16 +14,6 @@ use crate::search::{CandidatesAhead, count_people_within, people_after_reading_a
 /// The most ids one request may name; larger selections are sent as a query.
 pub const MAX_TARGET_IDS: usize = 10_000;
 
-/// How many candidates a walk of a query reads ahead at once (see
-/// [`people_after_reading_ahead`]): a saved query of one first name in a caseload of 100,000
-/// (about 2,600 people) in one read, for 64 KiB of ids.
-const CANDIDATES_READ_AHEAD: u64 = 4_096;
-
-/// A fresh read-ahead for a walk of a query.
-pub(crate) fn candidates_ahead() -> CandidatesAhead {
-    CandidatesAhead::reading(CANDIDATES_READ_AHEAD)
-}
-
 /// The people a task acts on, as stored in its spec.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
