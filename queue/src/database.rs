@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    DbErr, SqliteTransactionMode, SqlxSqliteConnector, TransactionOptions, TransactionTrait,
 };
 use sea_orm_migration::MigratorTrait;
 
@@ -79,6 +79,36 @@ fn without_reaper<DB: sea_orm::sqlx::Database>(
     pool: sea_orm::sqlx::pool::PoolOptions<DB>,
 ) -> sea_orm::sqlx::pool::PoolOptions<DB> {
     pool.idle_timeout(None).max_lifetime(None)
+}
+
+/// The page cache of the connection that runs a SQLite store's write transactions, in KiB
+/// (SQLite's default, which the pooled connections keep, is 2,000).
+///
+/// A batch reads the rows it changes by id and inserts into several indexes: with the
+/// b-trees' upper levels cached, each row costs about its leaf pages alone. The memory is
+/// taken as pages are used, once per process.
+const SQLITE_WRITER_CACHE_KIB: u32 = 16_384;
+
+/// A pool of one connection to `db`'s SQLite database, with `db`'s settings and a larger
+/// page cache, for a store's write transactions ([`crate::Store::begin_write_as`]).
+///
+/// A connection in WAL mode drops its whole page cache whenever another connection has
+/// written. While a store's writes went to whichever pooled connection was free, every
+/// batch found its connection's cache dropped by the claims, completions and people's
+/// writes since its last turn, and read again the upper pages of every b-tree it touched.
+/// One connection doing all of a store's writing keeps them. The pool opens its connection
+/// on first use and never retires it.
+pub(crate) fn sqlite_writer(db: &DatabaseConnection) -> DatabaseConnection {
+    let options = (*db.get_sqlite_connection_pool().connect_options())
+        .clone()
+        .pragma("cache_size", format!("-{SQLITE_WRITER_CACHE_KIB}"));
+    let pool = without_reaper(SqlitePoolOptions::new())
+        .max_connections(1)
+        .min_connections(0)
+        .acquire_timeout(SQLITE_BUSY_TIMEOUT)
+        .test_before_acquire(SQLITE_PING_BEFORE_ACQUIRE)
+        .connect_lazy_with(options);
+    SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
 }
 
 /// Run by every new PostgreSQL connection before the pool hands it out: a claim of no tasks.

@@ -61,7 +61,7 @@ pub use enqueue::QueueTransaction;
 use events::EventBus;
 pub use id_list::IdListFilter;
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
-pub use write_gate::{WriteClass, WritePass};
+pub use write_gate::WriteClass;
 pub use writes::WriteTransaction;
 use writes::Writes;
 
@@ -99,15 +99,16 @@ impl Store {
     /// A store whose enqueues, admin operations and runtime services read time from `clock`.
     pub fn with_clock(db: DatabaseConnection, clock: Arc<dyn Clock>) -> Self {
         let backend = db.get_database_backend();
+        let writes = Arc::new(match backend {
+            DbBackend::Sqlite => Writes::single_writer(&db),
+            _ => Writes::default(),
+        });
         Self {
             db,
             backend,
             clock,
             events: Arc::new(EventBus::default()),
-            writes: Arc::new(match backend {
-                DbBackend::Sqlite => Writes::single_writer(),
-                _ => Writes::default(),
-            }),
+            writes,
             #[cfg(feature = "amqp")]
             hints: None,
         }
@@ -205,13 +206,6 @@ impl Store {
     /// write transaction while holding one (e.g. from inside a batch).
     pub async fn begin_write_as(&self, class: WriteClass) -> Result<WriteTransaction, DbErr> {
         self.writes.begin(&self.db, class).await
-    }
-
-    /// SQLite: this store's write slot, for a single statement written outside
-    /// [`Store::begin_write_as`] (a session row, say); hold it while the statement runs.
-    /// `None` on PostgreSQL, which needs no slot.
-    pub async fn write_slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
-        self.writes.slot(class).await
     }
 
     /// Whether a person has written through this store (a sign-in, a submission) within

@@ -22,27 +22,31 @@ const WRITE_GATE_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct Writes {
     /// SQLite only: one write transaction of this store at a time.
     gate: Option<Arc<WriteGate>>,
+    /// SQLite only: the one connection they all run on (`database::sqlite_writer`).
+    writer: Option<DatabaseConnection>,
     people_writing: PeopleWriting,
 }
 
 impl Writes {
-    /// Writes for a database that allows one writer at a time (SQLite): with a gate.
-    pub(crate) fn single_writer() -> Self {
+    /// Writes to `db`, a database that allows one writer at a time (SQLite): through a gate,
+    /// on a connection of their own.
+    pub(crate) fn single_writer(db: &DatabaseConnection) -> Self {
         Self {
             gate: Some(Arc::new(WriteGate::default())),
+            writer: Some(crate::database::sqlite_writer(db)),
             people_writing: PeopleWriting::default(),
         }
     }
 
-    /// A write transaction of `class` on `db`: the gate's slot first, then `BEGIN
-    /// IMMEDIATE` on SQLite.
+    /// A write transaction of `class`: on SQLite the gate's slot first, then `BEGIN
+    /// IMMEDIATE` on the writer's connection; elsewhere a transaction on `db`.
     pub(crate) async fn begin(
         &self,
         db: &DatabaseConnection,
         class: WriteClass,
     ) -> Result<WriteTransaction, DbErr> {
         let gate = self.slot(class).await?;
-        let txn = crate::database::begin_immediate(db).await?;
+        let txn = crate::database::begin_immediate(self.writer.as_ref().unwrap_or(db)).await?;
         Ok(WriteTransaction {
             txn,
             _gate: gate,
@@ -51,7 +55,7 @@ impl Writes {
     }
 
     /// The gate's slot for one write of `class`; `None` without a gate.
-    pub(crate) async fn slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
+    async fn slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
         if class == WriteClass::Interactive {
             self.people_writing.record();
         }

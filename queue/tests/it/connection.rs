@@ -11,6 +11,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     connections_are_durable_and_tuned,
     new_connections_leave_queued_tasks_alone,
     pools_run_no_reaper,
+    sqlite_writes_keep_one_connection,
 );
 
 /// sqlx's reaper can spin forever (ADR 0039); it starts only with an idle timeout or a
@@ -90,4 +91,35 @@ async fn new_connections_leave_queued_tasks_alone(db: TestDatabase) {
         task.lease_version, queued.lease_version,
         "no lease was taken"
     );
+}
+
+/// On SQLite a store's write transactions, its clones' and those of the store on another
+/// pool (`Store::on_pool`) included, all run on one connection with a larger page cache
+/// (`database::sqlite_writer`): what one of them leaves on its connection (a TEMP table,
+/// seen by no other connection) the next one finds.
+async fn sqlite_writes_keep_one_connection(db: TestDatabase) {
+    if db.backend != Backend::Sqlite {
+        return;
+    }
+    let store = Store::new(db.conn.clone());
+    let on_other_pool = store.on_pool(queue::database::connect(&db.url, 2).await.unwrap());
+    let txn = store.begin_write().await.unwrap();
+    assert_eq!(integer(&txn, "PRAGMA cache_size").await, -16_384);
+    txn.execute_unprepared("CREATE TEMP TABLE left_by_a_writer (x INTEGER)")
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    let probe = "SELECT COUNT(*) FROM temp.sqlite_master WHERE name = 'left_by_a_writer'";
+    for writer in [store.clone(), on_other_pool] {
+        let txn = writer.begin_write().await.unwrap();
+        assert_eq!(integer(&txn, probe).await, 1);
+        txn.rollback().await.unwrap();
+    }
+    let pooled = db.conn.begin().await.unwrap();
+    assert_eq!(
+        integer(&pooled, probe).await,
+        0,
+        "a pooled connection is another"
+    );
+    assert_eq!(integer(&pooled, "PRAGMA cache_size").await, -2_000);
 }
