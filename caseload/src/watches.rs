@@ -4,9 +4,8 @@
 //! is counted as unchanged, never an error, so a batch may run any number of times.
 
 use chrono::{DateTime, Utc};
-use queue::IdListFilter;
-use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use queue::{IdListFilter, id_rows};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -35,25 +34,24 @@ pub async fn watch_targets<C: ConnectionTrait>(
     if targets.allowed.is_empty() {
         return Ok(BatchReport::for_targets(targets, 0));
     }
-    let rows = targets
-        .allowed
-        .iter()
-        .map(|person_id| person_watch::ActiveModel {
-            staff_user_id: Set(actor.id),
-            person_id: Set(*person_id),
-            created_at: Set(now),
-        });
-    let inserted = person_watch::Entity::insert_many(rows)
-        .on_conflict(
-            OnConflict::columns([
-                person_watch::Column::StaffUserId,
-                person_watch::Column::PersonId,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(db)
-        .await?;
+    let backend = db.get_database_backend();
+    let (ids, id_list) = id_rows(backend, 3, targets.allowed.iter().copied());
+    let (actor_id, created_at) = match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    };
+    // One statement for every batch size (ADR 0057); `WHERE true` tells SQLite's parser
+    // that `ON CONFLICT` is the upsert, not a join's `ON`.
+    let insert = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
+             SELECT {actor_id}, ids.id, {created_at} FROM {ids} WHERE true \
+             ON CONFLICT (staff_user_id, person_id) DO NOTHING"
+        ),
+        [actor.id.into(), now.into(), id_list],
+    );
+    let inserted = db.execute_raw(insert).await?.rows_affected();
     Ok(BatchReport::for_targets(targets, inserted))
 }
 

@@ -112,7 +112,7 @@ pub use store::lock::{LockGrant, SchedulerLock};
 pub use store::transition::Finish;
 pub use store::{
     IdListFilter, NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams,
-    WriteClass, WriteTransaction, parked_message,
+    WriteClass, WriteTransaction, id_rows, parked_message,
 };
 pub use task::{
     BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,

@@ -1,16 +1,20 @@
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::PageRequest;
+use caseload::entity::person_watch;
 use caseload::search::search_people;
 use caseload::users::Role;
 use caseload::watches::{unwatch, watch};
-use chrono::Utc;
+use chrono::{SubsecRound, Utc};
 use migration::Migrator;
 use queue::testing::TestDatabase;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement, TransactionTrait,
+};
 use uuid::Uuid;
 
 use crate::helpers::{actor, people};
 
-queue::backend_tests!(Migrator => watching_is_idempotent_and_scoped);
+queue::backend_tests!(Migrator => watching_is_idempotent_and_scoped, a_watch_batch_is_one_statement_whatever_its_size);
 
 async fn watched(db: &TestDatabase, staff_user_id: Uuid) -> u64 {
     let filter = PersonFilter {
@@ -53,4 +57,44 @@ async fn watching_is_idempotent_and_scoped(db: TestDatabase) {
     // Unwatching is never limited by scope: it only removes one's own bookmark.
     let unscoped = unwatch(&db.conn, &me, &theirs).await.unwrap();
     assert!(unscoped.forbidden.is_empty());
+}
+
+/// Batches of every size insert with the same statement: a connection that ran three
+/// sizes holds one prepared insert into `person_watch` (PostgreSQL shows its connection's
+/// prepared statements; on SQLite the rows are checked alone).
+async fn a_watch_batch_is_one_statement_whatever_its_size(db: TestDatabase) {
+    let me = actor(&db, "me", Role::Staff).await;
+    let mine = people(&db, "mine", 6, Some(me.id)).await;
+    let now = Utc::now().trunc_subsecs(6);
+    let txn = db.conn.begin().await.unwrap();
+    for batch in [&mine[..1], &mine[1..3], &mine[3..6]] {
+        let report = watch(&txn, &me, batch, now).await.unwrap();
+        assert_eq!(report.changed, batch.len() as u64);
+    }
+    if db.conn.get_database_backend() == DbBackend::Postgres {
+        let prepared = txn
+            .query_one_raw(Statement::from_string(
+                DbBackend::Postgres,
+                "SELECT COUNT(*) FROM pg_prepared_statements \
+                 WHERE statement LIKE 'INSERT INTO %person_watch%'",
+            ))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get_by_index::<i64>(0)
+            .unwrap();
+        assert_eq!(prepared, 1);
+    }
+    txn.commit().await.unwrap();
+    let watches = person_watch::Entity::find()
+        .filter(person_watch::Column::StaffUserId.eq(me.id))
+        .all(&db.conn)
+        .await
+        .unwrap();
+    let mut watched: Vec<Uuid> = watches.iter().map(|w| w.person_id).collect();
+    watched.sort();
+    let mut expected = mine.clone();
+    expected.sort();
+    assert_eq!(watched, expected);
+    assert!(watches.iter().all(|w| w.created_at == now));
 }

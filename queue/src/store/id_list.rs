@@ -13,12 +13,17 @@
 //!   of hex strings (SQLite has no array parameter; a UUID column holds 16-byte blobs, which
 //!   `unhex` turns the strings back into). The planner still looks each id up in the
 //!   column's index.
+//!
+//! [`id_rows`] gives the same list as rows, for a statement that inserts one row per id.
 
 use std::fmt::Write;
 
 use sea_orm::sea_query::{BinOper, Expr, ExprTrait};
-use sea_orm::{ColumnTrait, DbBackend};
+use sea_orm::{ColumnTrait, DbBackend, Value};
 use uuid::Uuid;
+
+/// SQLite's rows of ids from one JSON parameter, one column named `id`.
+const SQLITE_ID_ROWS: &str = "SELECT unhex(value) AS id FROM json_each(?)";
 
 /// The store's filter for a list of ids, for every crate that keeps its rows in the app's
 /// database: `Column::Id.in_id_list(backend, ids)` where SeaORM would say `is_in(ids)`.
@@ -30,16 +35,37 @@ pub trait IdListFilter: ColumnTrait {
             DbBackend::Postgres => self.eq_any(ids),
             _ => Expr::col(self.as_column_ref()).binary(
                 BinOper::In,
-                Expr::cust_with_values(
-                    "(SELECT unhex(value) FROM json_each(?))",
-                    [hex_json_array(ids)],
-                ),
+                Expr::cust_with_values(format!("({SQLITE_ID_ROWS})"), [hex_json_array(ids)]),
             ),
         }
     }
 }
 
 impl<C: ColumnTrait> IdListFilter for C {}
+
+/// `ids` as a table of one column, `id`, bound as one parameter: a `FROM` item and the value
+/// to bind as the statement's parameter number `parameter` (PostgreSQL numbers its
+/// parameters; SQLite's `?` takes the next one).
+///
+/// An `INSERT … SELECT` from it is one statement whatever the number of rows, where a
+/// multi-row `VALUES` list is a statement of its own for every length: prepared anew for
+/// each batch and cached by every connection that ran it (ADR 0057).
+pub fn id_rows(
+    backend: DbBackend,
+    parameter: usize,
+    ids: impl IntoIterator<Item = Uuid>,
+) -> (String, Value) {
+    match backend {
+        DbBackend::Postgres => (
+            format!("unnest(${parameter}::uuid[]) AS ids (id)"),
+            ids.into_iter().collect::<Vec<Uuid>>().into(),
+        ),
+        _ => (
+            format!("({SQLITE_ID_ROWS}) AS ids"),
+            hex_json_array(ids).into(),
+        ),
+    }
+}
 
 /// `["<32 hex digits>", …]`: the JSON array SQLite's `in_id_list` reads.
 fn hex_json_array(ids: impl IntoIterator<Item = Uuid>) -> String {

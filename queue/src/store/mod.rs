@@ -6,7 +6,8 @@
 //! - `enqueue`: inserting tasks inside the caller's transaction, [`QueueTransaction`].
 //! - `claim`: the producer's claim (and start), the worker's checkpoint and lease checks.
 //! - `history`: the history rows a task's row cannot imply, and reading the whole history.
-//! - `id_list`: [`IdListFilter`], "this column is one of these ids" as one parameter.
+//! - `id_list`: [`IdListFilter`], "this column is one of these ids" as one parameter, and
+//!   [`id_rows`], the same ids as rows.
 //! - `announce`: PostgreSQL notifications (wake-ups, task events for other nodes), queued
 //!   by the statement or transaction that made the change.
 //! - `transition`: guarded state changes (worker outcomes) and committing them.
@@ -59,7 +60,7 @@ use crate::task::{QueueEvent, Task};
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
 use events::EventBus;
-pub use id_list::IdListFilter;
+pub use id_list::{IdListFilter, id_rows};
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
 pub use write_gate::WriteClass;
 pub use writes::WriteTransaction;
