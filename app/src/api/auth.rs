@@ -81,10 +81,15 @@ mod ssr_impl {
             .ok_or(AppError::BadCredentials)?;
         let session = session().await?;
         // A new id on sign-in, so a session id planted before sign-in is worthless after it.
-        session
-            .cycle_id()
-            .await
-            .map_err(|e| internal(format!("cycling the session id failed: {e}")))?;
+        // A browser that brought no session has no id to replace: its session gets a fresh
+        // one when it is first stored, and cycling would only delete a row that was never
+        // written, a write transaction that waits its turn on SQLite (ADR 0058).
+        if session.id().is_some() {
+            session
+                .cycle_id()
+                .await
+                .map_err(|e| internal(format!("cycling the session id failed: {e}")))?;
+        }
         session
             .insert(SESSION_USER_ID, user.id)
             .await

@@ -4,7 +4,7 @@ use queue::testing::TestDatabase;
 
 use crate::helpers::*;
 
-queue::backend_tests!(Migrator => pages_need_a_session, sign_in_and_out, bad_credentials_are_refused);
+queue::backend_tests!(Migrator => pages_need_a_session, sign_in_and_out, bad_credentials_are_refused, sign_in_replaces_the_session_a_browser_brought);
 
 async fn pages_need_a_session(db: TestDatabase) {
     let app = app(&db).await;
@@ -46,6 +46,36 @@ async fn sign_in_and_out(db: TestDatabase) {
     );
     let (response, _) = send(&app, get("/", Some(&cookie))).await;
     assert_eq!(response.headers()[header::LOCATION], "/login");
+}
+
+/// A session id the browser brought to sign-in, whether stored or not, is not the one it
+/// leaves with: an id planted before sign-in is worthless after it.
+async fn sign_in_replaces_the_session_a_browser_brought(db: TestDatabase) {
+    use tower_sessions::session::Id;
+
+    let app = app(&db).await;
+    let first = sign_in(&app).await;
+    let form = format!("username=sam&password={PASSWORD}");
+    let stale = format!("bulkq_session={}", Id::default());
+    let mut cookies = vec![first.clone()];
+    for brought in [&first, &stale] {
+        let (response, body) = send(&app, post_form("/api/sign_in", &form, Some(brought))).await;
+        assert!(
+            response.status().is_success() || response.status().is_redirection(),
+            "{body}"
+        );
+        let cookie = session_cookie(&response).expect("sign-in sets the session cookie");
+        assert!(!cookies.contains(&cookie), "{cookie} was used before");
+        cookies.push(cookie);
+    }
+    // The first session is gone; the two sign-ins since hold one row each.
+    let (response, _) = send(&app, get("/", Some(&first))).await;
+    assert_eq!(response.headers()[header::LOCATION], "/login");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM web_session").await, 2);
+    for cookie in &cookies[1..] {
+        let (response, body) = send(&app, get("/", Some(cookie))).await;
+        assert_status(&response, &body, StatusCode::OK);
+    }
 }
 
 async fn bad_credentials_are_refused(db: TestDatabase) {
