@@ -101,7 +101,9 @@ const SQLITE_WRITER_CACHE_KIB: u32 = 16_384;
 pub(crate) fn sqlite_writer(db: &DatabaseConnection) -> DatabaseConnection {
     let options = (*db.get_sqlite_connection_pool().connect_options())
         .clone()
-        .pragma("cache_size", format!("-{SQLITE_WRITER_CACHE_KIB}"));
+        .pragma("cache_size", format!("-{SQLITE_WRITER_CACHE_KIB}"))
+        // Named, so `top -H` and `/proc/<pid>/task` tell it from the pooled connections.
+        .thread_name(|_| "bulkq-sqlite-writer".to_owned());
     let pool = without_reaper(SqlitePoolOptions::new())
         .max_connections(1)
         .min_connections(0)

@@ -393,9 +393,10 @@ impl Runtime {
 const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How often a SQLite node copies its WAL back into the database file, off the writers'
-/// path (`Store::checkpoint_wal`): often enough that the WAL stays far below the
-/// `wal_autocheckpoint` mark, at which a writer would copy it while holding the write gate,
-/// even while a bulk status change writes a hundred megabytes a second (ADR 0052).
+/// path (`Store::checkpoint_wal`): often enough that the WAL, started afresh after each
+/// long one, stays below the `wal_autocheckpoint` mark, at which a writer would copy it
+/// while holding the write gate, even while bulk work writes a hundred megabytes a second
+/// (ADRs 0052, 0059).
 const SQLITE_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How long [`Runtime::start`] waits for a PostgreSQL node's first LISTEN.

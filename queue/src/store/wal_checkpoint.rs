@@ -5,28 +5,129 @@
 //! returns only when the checkpoint has copied and synced them. The committing writer
 //! still holds the store's write gate then, so every writer behind it, a person's sign-in
 //! or submission included, waited for the copy as well (ADR 0052). A PASSIVE checkpoint
-//! takes no write lock, so run from a connection of its own now and then it keeps the WAL
-//! well below the mark and no commit pays for the copy; the mark stays as the backstop
-//! should this fall behind.
+//! takes no write lock, so run from a connection of its own now and then it copies the WAL
+//! beside the writers; the mark stays as the backstop should this fall behind.
+//!
+//! Copying is not enough to keep the WAL short: SQLite starts it again from the top only
+//! when a write transaction begins with every frame copied, and under steady writes new
+//! frames arrive while the copy runs, so it never is. The WAL then grew to the mark about
+//! once a second and a batch's commit paid for the copy after all (ADR 0059). So a long
+//! WAL gets a second pass between two write transactions, which copies the few frames the
+//! first pass missed and lets the next writer start the WAL afresh.
 
-use sea_orm::{ConnectionTrait, DbBackend};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 use super::Store;
 use crate::error::QueueError;
 
-/// Copies what it can of the WAL without waiting for readers or the writer.
+/// Copies what it can of the WAL without waiting for readers or the writer; answers the
+/// WAL's length and how much of it is copied, in pages.
 const SQLITE_PASSIVE_CHECKPOINT: &str = "PRAGMA wal_checkpoint(PASSIVE)";
+
+/// WAL pages (4 KiB each) from which a checkpoint takes a second pass between writes, so
+/// the next writer starts the WAL afresh: 32 MiB. Shorter ones are left to grow; a second
+/// pass takes a turn at the write gate, which a person may be waiting for.
+const SQLITE_RESTART_WAL_AT_PAGES: i64 = 8_192;
 
 impl Store {
     /// SQLite: copies the committed part of the WAL into the database file, beside any
-    /// writer and outside the write gate. Nothing on PostgreSQL.
+    /// writer and outside the write gate; if the WAL is long, copies what that missed
+    /// between two of this store's write transactions (see the module's doc). Nothing on
+    /// PostgreSQL.
     pub(crate) async fn checkpoint_wal(&self) -> Result<(), QueueError> {
         if self.backend != DbBackend::Sqlite {
             return Ok(());
         }
-        self.db
-            .execute_unprepared(SQLITE_PASSIVE_CHECKPOINT)
-            .await?;
+        let wal_pages = self
+            .db
+            .query_one_raw(Statement::from_string(
+                self.backend,
+                SQLITE_PASSIVE_CHECKPOINT,
+            ))
+            .await?
+            .map(|row| row.try_get_by_index::<i64>(1))
+            .transpose()?
+            .unwrap_or(0);
+        if wal_pages >= SQLITE_RESTART_WAL_AT_PAGES {
+            self.writes
+                .run_between_writes(SQLITE_PASSIVE_CHECKPOINT)
+                .await?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use std::time::Duration;
+
+    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+
+    use crate::schema::QueueMigrator;
+    use crate::store::Store;
+    use crate::testing::{Backend, TestDatabase};
+
+    /// The WAL's length in pages (copying what it can, as any checkpoint here does).
+    async fn wal_pages(store: &Store) -> i64 {
+        let row = store
+            .db()
+            .query_one_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                super::SQLITE_PASSIVE_CHECKPOINT,
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        row.try_get_by_index(1).unwrap()
+    }
+
+    /// Commits a write of about `pages` WAL pages through the store's writer.
+    async fn write_pages(store: &Store, pages: i64) {
+        let txn = store.begin_write().await.unwrap();
+        // About a page a row: 4,000 bytes fit on a 4 KiB page once.
+        txn.execute_unprepared(&format!(
+            "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {pages}) \
+             INSERT INTO filler (body) SELECT randomblob(4000) FROM n"
+        ))
+        .await
+        .unwrap();
+        txn.commit().await.unwrap();
+    }
+
+    /// A write that commits while the checkpoint copies leaves frames it could not copy, and
+    /// SQLite starts the WAL afresh only once every frame is copied: the checkpoint's second
+    /// pass between writes must copy them, or under steady writes the WAL grows until a
+    /// writer's commit copies it all while people wait (ADR 0059).
+    #[tokio::test]
+    async fn a_long_wal_starts_afresh_though_a_write_committed_during_the_copy() {
+        let db = TestDatabase::create::<QueueMigrator>(Backend::Sqlite)
+            .await
+            .expect("SQLite is always available");
+        let store = Store::new(db.conn.clone());
+        store
+            .db()
+            .execute_unprepared("CREATE TABLE filler (body BLOB NOT NULL)")
+            .await
+            .unwrap();
+        write_pages(&store, super::SQLITE_RESTART_WAL_AT_PAGES).await;
+        // A write in progress while the checkpoint's first pass copies: it commits after.
+        let during = store.begin_write().await.unwrap();
+        during
+            .execute_unprepared("INSERT INTO filler (body) VALUES (randomblob(4000))")
+            .await
+            .unwrap();
+        let checkpoint = tokio::spawn({
+            let store = store.clone();
+            async move { store.checkpoint_wal().await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        during.commit().await.unwrap();
+        checkpoint.await.unwrap().unwrap();
+        write_pages(&store, 1).await;
+        let pages = wal_pages(&store).await;
+        assert!(
+            pages < 10,
+            "the WAL went on from its {pages}th page instead of starting afresh"
+        );
     }
 }

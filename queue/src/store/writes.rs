@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr};
 
 use super::batch_budget::BatchPlace;
 use super::people_writing::PeopleWriting;
@@ -52,6 +52,17 @@ impl Writes {
             _gate: gate,
             _place: BatchPlace::default(),
         })
+    }
+
+    /// SQLite: runs `sql` on the writer's connection in a background turn at the gate, so
+    /// between two write transactions and with none open. Nothing without a writer.
+    pub(crate) async fn run_between_writes(&self, sql: &str) -> Result<(), DbErr> {
+        let Some(writer) = &self.writer else {
+            return Ok(());
+        };
+        let _turn = self.slot(WriteClass::Background).await?;
+        writer.execute_unprepared(sql).await?;
+        Ok(())
     }
 
     /// The gate's slot for one write of `class`; `None` without a gate.
