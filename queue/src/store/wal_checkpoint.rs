@@ -15,7 +15,7 @@
 //! WAL gets a second pass between two write transactions, which copies the few frames the
 //! first pass missed and lets the next writer start the WAL afresh.
 
-use sea_orm::{ConnectionTrait, DbBackend, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement};
 
 use super::Store;
 use crate::error::QueueError;
@@ -38,17 +38,7 @@ impl Store {
         if self.backend != DbBackend::Sqlite {
             return Ok(());
         }
-        let wal_pages = self
-            .db
-            .query_one_raw(Statement::from_string(
-                self.backend,
-                SQLITE_PASSIVE_CHECKPOINT,
-            ))
-            .await?
-            .map(|row| row.try_get_by_index::<i64>(1))
-            .transpose()?
-            .unwrap_or(0);
-        if wal_pages >= SQLITE_RESTART_WAL_AT_PAGES {
+        if passive_checkpoint(&self.db).await? >= SQLITE_RESTART_WAL_AT_PAGES {
             self.writes
                 .run_between_writes(SQLITE_PASSIVE_CHECKPOINT)
                 .await?;
@@ -57,29 +47,29 @@ impl Store {
     }
 }
 
+/// Runs a PASSIVE checkpoint on `conn`; answers the WAL's length in pages.
+async fn passive_checkpoint(conn: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    let row = conn
+        .query_one_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            SQLITE_PASSIVE_CHECKPOINT,
+        ))
+        .await?;
+    Ok(row
+        .map(|row| row.try_get_by_index::<i64>(1))
+        .transpose()?
+        .unwrap_or(0))
+}
+
 #[cfg(all(test, feature = "testing"))]
 mod tests {
     use std::time::Duration;
 
-    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+    use sea_orm::ConnectionTrait;
 
     use crate::schema::QueueMigrator;
     use crate::store::Store;
     use crate::testing::{Backend, TestDatabase};
-
-    /// The WAL's length in pages (copying what it can, as any checkpoint here does).
-    async fn wal_pages(store: &Store) -> i64 {
-        let row = store
-            .db()
-            .query_one_raw(Statement::from_string(
-                DbBackend::Sqlite,
-                super::SQLITE_PASSIVE_CHECKPOINT,
-            ))
-            .await
-            .unwrap()
-            .unwrap();
-        row.try_get_by_index(1).unwrap()
-    }
 
     /// Commits a write of about `pages` WAL pages through the store's writer.
     async fn write_pages(store: &Store, pages: i64) {
@@ -124,7 +114,7 @@ mod tests {
         during.commit().await.unwrap();
         checkpoint.await.unwrap().unwrap();
         write_pages(&store, 1).await;
-        let pages = wal_pages(&store).await;
+        let pages = super::passive_checkpoint(store.db()).await.unwrap();
         assert!(
             pages < 10,
             "the WAL went on from its {pages}th page instead of starting afresh"
