@@ -5,6 +5,9 @@
 //! ```text
 //! cargo run --release -p server --example people_under_load -- <database-url> [people] [seconds]
 //! ```
+//! 0. The watches an office keeps already: [`EARLIER_WATCHERS`] colleagues each watching
+//!    the whole caseload, so that both phases below add to a table of about the size the
+//!    office's own work makes of it (a Watch costs more on a larger table).
 //! 1. Alone: a backlog of Watch tasks, each a saved query of about 2,500 people, worked off
 //!    once nobody has used the dashboard for `PEOPLE_WRITING_WINDOW` (30 s): the background
 //!    rate on its own, in people/s.
@@ -32,7 +35,7 @@ use clap::Parser;
 use http_body_util::BodyExt;
 use queue::testing::{peak_rss_mib, reset_peak_rss};
 use queue::{Store, TaskStatus, WriteClass};
-use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, Iterable, Statement};
+use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, DbBackend, Iterable, Statement};
 use serde_json::json;
 use server::commands::{open_database, start_node};
 use server::config::ServeOptions;
@@ -42,6 +45,15 @@ use tower::ServiceExt;
 const CLIENTS: usize = 8;
 /// Watch tasks in the backlog worked off alone.
 const ALONE_TASKS: usize = 48;
+/// Colleagues whose watches of everyone the caseload holds before the phases begin.
+///
+/// On SQLite a watched person's entry in the index by person lands on a page of its own
+/// once the index outgrows the writer's cache, so the rate of Watch work falls as the table
+/// grows: from an empty table the phase alone (about 125,000 watches) ran at several times
+/// the rate of the phase under load (a million or more), and the share measured the
+/// table's growth, not the office. Ten watchers of 100,000 people is about what that phase
+/// adds.
+const EARLIER_WATCHERS: usize = 10;
 /// How long a client waits between an answer and its next request (reading, clicking).
 const THINK_TIME: Duration = Duration::from_millis(250);
 /// Sign-ins measured while the backlog drains.
@@ -79,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
         };
         seed_people(&db, &options).await?;
     }
+    keep_earlier_watches(&url, EARLIER_WATCHERS).await?;
     // The node's memory, not the seeding's.
     reset_peak_rss();
     let exports = scratch.path().join("exports");
@@ -348,6 +361,36 @@ impl Office {
         }
         Ok(())
     }
+}
+
+/// Makes `watchers` new staff users each watch every person, one statement per watcher, on
+/// a connection closed afterwards: what SQLite held for those statements is not the node's.
+async fn keep_earlier_watches(url: &str, watchers: usize) -> anyhow::Result<()> {
+    server::memory::give_large_blocks_back();
+    let db = open_database(url, 1).await?;
+    let backend = db.get_database_backend();
+    let (watcher, created_at) = match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    };
+    let sql = format!(
+        "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
+         SELECT {watcher}, id, {created_at} FROM person"
+    );
+    for n in 1..=watchers {
+        let user = NewStaffUser {
+            username: format!("earlier-{n}"),
+            display_name: format!("earlier-{n}"),
+            role: Role::Staff,
+            password: PASSWORD.to_owned(),
+        };
+        let user = create_user(&db, user).await?;
+        let values = [user.id.into(), chrono::Utc::now().into()];
+        db.execute_raw(Statement::from_sql_and_values(backend, &sql, values))
+            .await?;
+    }
+    db.close().await?;
+    Ok(())
 }
 
 /// A Watch submission of everyone whose name starts with `name`.
