@@ -14,6 +14,17 @@
 //! once a second and a batch's commit paid for the copy after all (ADR 0059). So a long
 //! WAL gets a second pass between two write transactions, which copies the few frames the
 //! first pass missed and lets the next writer start the WAL afresh.
+//!
+//! SQLite syncs the database file only in a pass that reaches the WAL's end, and a pass
+//! beside a committing writer never does: the gated pass then synced every page the first
+//! had copied, thousands of them, while people waited at the gate. So before the gated
+//! pass the database file is synced outside the gate, and the gated pass's own sync has
+//! only the pages it copied to write (ADR 0061).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement};
 
@@ -31,14 +42,16 @@ const SQLITE_RESTART_WAL_AT_PAGES: i64 = 8_192;
 
 impl Store {
     /// SQLite: copies the committed part of the WAL into the database file, beside any
-    /// writer and outside the write gate; if the WAL is long, copies what that missed
-    /// between two of this store's write transactions (see the module's doc). Nothing on
-    /// PostgreSQL.
+    /// writer and outside the write gate; if the WAL is long, syncs what that copied, then
+    /// copies what it missed between two of this store's write transactions (see the
+    /// module's doc). Nothing on PostgreSQL.
     pub(crate) async fn checkpoint_wal(&self) -> Result<(), QueueError> {
         if self.backend != DbBackend::Sqlite {
             return Ok(());
         }
         if passive_checkpoint(&self.db).await? >= SQLITE_RESTART_WAL_AT_PAGES {
+            let file = self.db.get_sqlite_connection_pool().connect_options();
+            sync_database_file(file.get_filename().to_owned()).await?;
             self.writes
                 .run_between_writes(SQLITE_PASSIVE_CHECKPOINT)
                 .await?;
@@ -59,6 +72,32 @@ async fn passive_checkpoint(conn: &impl ConnectionTrait) -> Result<i64, DbErr> {
         .map(|row| row.try_get_by_index::<i64>(1))
         .transpose()?
         .unwrap_or(0))
+}
+
+/// Descriptors of the SQLite files this process has synced, opened once and never
+/// closed: closing any descriptor of a file drops every POSIX lock the process holds on
+/// it, SQLite's own included, and another process could then take the database from under
+/// this one (<https://www.sqlite.org/howtocorrupt.html>, section 2.2).
+static SYNCED_FILES: LazyLock<Mutex<HashMap<PathBuf, Arc<File>>>> = LazyLock::new(Mutex::default);
+
+/// Writes the database file's copied pages to the disk (`fdatasync`) on a blocking thread.
+async fn sync_database_file(path: PathBuf) -> Result<(), DbErr> {
+    tokio::task::spawn_blocking(move || kept_open(&path)?.sync_data())
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|synced| synced.map_err(|e| e.to_string()))
+        .map_err(|e| DbErr::Custom(format!("syncing the database file: {e}")))
+}
+
+/// The process's descriptor of `path`, opened read-only on first use (see [`SYNCED_FILES`]).
+fn kept_open(path: &Path) -> std::io::Result<Arc<File>> {
+    let mut files = SYNCED_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(file) = files.get(path) {
+        return Ok(file.clone());
+    }
+    let file = Arc::new(File::open(path)?);
+    files.insert(path.to_owned(), file.clone());
+    Ok(file)
 }
 
 #[cfg(all(test, feature = "testing"))]
@@ -119,5 +158,55 @@ mod tests {
             pages < 10,
             "the WAL went on from its {pages}th page instead of starting afresh"
         );
+    }
+
+    /// The POSIX locks this process holds on `path`'s file, as `/proc/locks` lists them.
+    #[cfg(target_os = "linux")]
+    fn own_locks_on(path: &std::path::Path) -> Vec<String> {
+        use std::os::unix::fs::MetadataExt;
+        let inode = format!(":{}", std::fs::metadata(path).unwrap().ino());
+        let pid = std::process::id().to_string();
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .filter(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(1) == Some(&"POSIX")
+                    && fields.get(4) == Some(&pid.as_str())
+                    && fields.get(5).is_some_and(|file| file.ends_with(&inode))
+            })
+            .map(|line| {
+                line.split_whitespace()
+                    .skip(3)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    /// Syncing opens a descriptor of the database file beside SQLite's; closing it would
+    /// drop SQLite's locks on the file, so another process could take the database from
+    /// under this one (see `SYNCED_FILES`). SQLite holds a shared lock on a WAL database's
+    /// file while any connection is open.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn syncing_the_database_file_keeps_sqlites_locks_on_it() {
+        let db = TestDatabase::create::<QueueMigrator>(Backend::Sqlite)
+            .await
+            .expect("SQLite is always available");
+        let path = db
+            .conn
+            .get_sqlite_connection_pool()
+            .connect_options()
+            .get_filename()
+            .to_owned();
+        let locks = own_locks_on(&path);
+        assert!(
+            !locks.is_empty(),
+            "SQLite holds no lock on {path:?} to keep"
+        );
+        super::sync_database_file(path.clone()).await.unwrap();
+        super::sync_database_file(path.clone()).await.unwrap();
+        assert_eq!(own_locks_on(&path), locks);
     }
 }
