@@ -19,7 +19,10 @@
 //! beside a committing writer never does: the gated pass then synced every page the first
 //! had copied, thousands of them, while people waited at the gate. So before the gated
 //! pass the database file is synced outside the gate, and the gated pass's own sync has
-//! only the pages it copied to write (ADR 0061).
+//! only the pages it copied to write (ADR 0061). The batches keep writing during that
+//! sync, so passes and syncs outside the gate repeat while a pass still finds many new
+//! frames to copy; each round's sync is shorter than the last, and the gated pass is left
+//! with what one short round let through (ADR 0062).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -40,38 +43,73 @@ const SQLITE_PASSIVE_CHECKPOINT: &str = "PRAGMA wal_checkpoint(PASSIVE)";
 /// pass takes a turn at the write gate, which a person may be waiting for.
 const SQLITE_RESTART_WAL_AT_PAGES: i64 = 8_192;
 
+/// New WAL frames a pass outside the gate may copy and still leave the rest to the gated
+/// pass (4 MiB): the gated pass copies and syncs about this many while people wait.
+const SQLITE_SETTLED_COPY_PAGES: i64 = 1_024;
+
+/// Most syncs outside the gate before the gated pass, should the batches write as fast as
+/// the rounds copy and they never settle.
+const SQLITE_MAX_SYNC_ROUNDS: usize = 4;
+
+/// How far a PASSIVE checkpoint got, in WAL frames (a page each).
+#[derive(Clone, Copy, Debug)]
+struct WalProgress {
+    /// Frames in the WAL.
+    length: i64,
+    /// Frames from the WAL's start that are copied into the database file.
+    copied: i64,
+}
+
 impl Store {
     /// SQLite: copies the committed part of the WAL into the database file, beside any
-    /// writer and outside the write gate; if the WAL is long, syncs what that copied, then
-    /// copies what it missed between two of this store's write transactions (see the
-    /// module's doc). Nothing on PostgreSQL.
+    /// writer and outside the write gate; if the WAL is long, syncs what that copied and
+    /// copies again until little is new, then copies what is left between two of this
+    /// store's write transactions (see the module's doc). Nothing on PostgreSQL.
     pub(crate) async fn checkpoint_wal(&self) -> Result<(), QueueError> {
         if self.backend != DbBackend::Sqlite {
             return Ok(());
         }
-        if passive_checkpoint(&self.db).await? >= SQLITE_RESTART_WAL_AT_PAGES {
-            let file = self.db.get_sqlite_connection_pool().connect_options();
-            sync_database_file(file.get_filename().to_owned()).await?;
-            self.writes
-                .run_between_writes(SQLITE_PASSIVE_CHECKPOINT)
-                .await?;
+        let mut progress = passive_checkpoint(&self.db).await?;
+        if progress.length < SQLITE_RESTART_WAL_AT_PAGES {
+            return Ok(());
         }
+        let file = self.db.get_sqlite_connection_pool().connect_options();
+        let path = file.get_filename().to_owned();
+        for _ in 0..SQLITE_MAX_SYNC_ROUNDS {
+            sync_database_file(path.clone()).await?;
+            let next = passive_checkpoint(&self.db).await?;
+            // Negative when a writer started the WAL afresh meanwhile: nothing to chase.
+            let newly_copied = next.copied - progress.copied;
+            progress = next;
+            if newly_copied < SQLITE_SETTLED_COPY_PAGES {
+                break;
+            }
+        }
+        self.writes
+            .run_between_writes(SQLITE_PASSIVE_CHECKPOINT)
+            .await?;
         Ok(())
     }
 }
 
-/// Runs a PASSIVE checkpoint on `conn`; answers the WAL's length in pages.
-async fn passive_checkpoint(conn: &impl ConnectionTrait) -> Result<i64, DbErr> {
+/// Runs a PASSIVE checkpoint on `conn`; answers how far it got.
+async fn passive_checkpoint(conn: &impl ConnectionTrait) -> Result<WalProgress, DbErr> {
     let row = conn
         .query_one_raw(Statement::from_string(
             DbBackend::Sqlite,
             SQLITE_PASSIVE_CHECKPOINT,
         ))
         .await?;
-    Ok(row
-        .map(|row| row.try_get_by_index::<i64>(1))
-        .transpose()?
-        .unwrap_or(0))
+    let Some(row) = row else {
+        return Ok(WalProgress {
+            length: 0,
+            copied: 0,
+        });
+    };
+    Ok(WalProgress {
+        length: row.try_get_by_index(1)?,
+        copied: row.try_get_by_index(2)?,
+    })
 }
 
 /// Descriptors of the SQLite files this process has synced, opened once and never
@@ -153,7 +191,7 @@ mod tests {
         during.commit().await.unwrap();
         checkpoint.await.unwrap().unwrap();
         write_pages(&store, 1).await;
-        let pages = super::passive_checkpoint(store.db()).await.unwrap();
+        let pages = super::passive_checkpoint(store.db()).await.unwrap().length;
         assert!(
             pages < 10,
             "the WAL went on from its {pages}th page instead of starting afresh"
