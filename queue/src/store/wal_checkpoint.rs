@@ -207,17 +207,13 @@ mod tests {
         std::fs::read_to_string("/proc/locks")
             .unwrap()
             .lines()
-            .filter(|line| {
+            .filter_map(|line| {
                 let fields: Vec<&str> = line.split_whitespace().collect();
-                fields.get(1) == Some(&"POSIX")
+                let ours = fields.get(1) == Some(&"POSIX")
                     && fields.get(4) == Some(&pid.as_str())
-                    && fields.get(5).is_some_and(|file| file.ends_with(&inode))
-            })
-            .map(|line| {
-                line.split_whitespace()
-                    .skip(3)
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                    && fields.get(5).is_some_and(|file| file.ends_with(&inode));
+                // From the lock's mode on: the list's own numbering may change.
+                ours.then(|| fields[3..].join(" "))
             })
             .collect()
     }
