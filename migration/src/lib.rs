@@ -55,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261126_000120_periodic_controls::Migration),
             Box::new(queue::schema::m20261126_000130_task_watchers::Migration),
             Box::new(queue::schema::m20261127_000140_counted_claims::Migration),
+            Box::new(queue::schema::m20261128_000150_pages_a_third_full::Migration),
         ]
     }
 }

@@ -77,7 +77,7 @@ const OLD_INDEXES: [(&str, &str); 4] = [
 
 /// How full PostgreSQL packs each new page of `queue_task`, in percent: the rest is room
 /// for a claimed row's next version and its completion's within the same page.
-const FILLFACTOR: u32 = 50;
+pub(super) const FILLFACTOR: u32 = 50;
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {

@@ -383,6 +383,49 @@ async fn no_index_of_a_task_changes_when_it_is_claimed_or_completed(db: TestData
     }
 }
 
+/// On PostgreSQL a claim rewrites every task it takes within the task's own page (a HOT
+/// update, counted by PostgreSQL's statistics), even when it takes every task of the page
+/// in one statement, so that nothing can be pruned first: pages are filled to a third,
+/// leaving room for each row's next version (`m20261128_000150_pages_a_third_full`). At
+/// half full, 112 of these 600 moved to another page and into every index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_claims_rewrite_tasks_within_their_pages() {
+    let Some(db) = TestDatabase::create::<queue::schema::QueueMigrator>(Backend::Postgres).await
+    else {
+        return;
+    };
+    // One connection, whose statistics are flushed when it is asked to.
+    let store = Store::new(queue::database::connect(&db.url, 1).await.unwrap());
+    let tasks = 600;
+    let backlog: Vec<_> = (0..tasks).map(|_| new_task("test.in_page")).collect();
+    store.enqueue_many(store.db(), backlog).await.unwrap();
+    let before = task_updates(&store).await;
+    let claimed = store
+        .task_get_available(TaskGetAvailableParams {
+            max: tasks,
+            now: Utc::now(),
+            node_id: "in-page-node",
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), tasks as usize);
+    let after = task_updates(&store).await;
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (i64::from(tasks), i64::from(tasks)),
+        "(updates, of which within the page) of the claim of {tasks} tasks"
+    );
+}
+
+/// `queue_task`'s updates so far and how many of them were HOT.
+async fn task_updates(store: &Store) -> (i64, i64) {
+    flushed_statistics(
+        store,
+        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'queue_task'",
+    )
+    .await
+}
+
 /// PostgreSQL's claims, and the trigger that removes the claimed tasks' entries, keep to
 /// the indexes of `queue_ready` when their plans were made while a vacuum had just
 /// recorded the table as empty (a drained queue, the state autovacuum finds most often):
@@ -445,9 +488,20 @@ async fn postgres_claims_keep_to_the_indexes_after_the_ready_table_was_vacuumed_
     );
 }
 
-/// The sequential scans of `queue_ready` and of `queue_task` so far, as PostgreSQL counts
-/// them, with the statistics of the store's one connection flushed first.
+/// The sequential scans of `queue_ready` and of `queue_task` so far.
 async fn sequential_scans(store: &Store) -> (i64, i64) {
+    flushed_statistics(
+        store,
+        "SELECT \
+           (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'queue_ready'), \
+           (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'queue_task')",
+    )
+    .await
+}
+
+/// The two counters `query` reads from PostgreSQL's statistics, with those of the store's
+/// one connection flushed first.
+async fn flushed_statistics(store: &Store, query: &str) -> (i64, i64) {
     let db = store.db();
     db.execute_unprepared("SELECT pg_stat_force_next_flush()")
         .await
@@ -455,9 +509,7 @@ async fn sequential_scans(store: &Store) -> (i64, i64) {
     let row = db
         .query_one_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),
-            "SELECT \
-               (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'queue_ready'), \
-               (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'queue_task')",
+            query,
         ))
         .await
         .unwrap()
