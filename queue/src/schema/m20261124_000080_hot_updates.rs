@@ -79,6 +79,11 @@ const OLD_INDEXES: [(&str, &str); 4] = [
 /// for a claimed row's next version and its completion's within the same page.
 pub(super) const FILLFACTOR: u32 = 50;
 
+/// The statement that makes PostgreSQL pack new pages of `queue_task` to `percent`.
+pub(super) fn set_fillfactor(percent: u32) -> String {
+    format!("ALTER TABLE queue_task SET (fillfactor = {percent})")
+}
+
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -101,9 +106,7 @@ impl MigrationTrait for Migration {
                 .map(|(name, _)| format!("DROP INDEX {name}")),
         );
         if postgres {
-            statements.push(format!(
-                "ALTER TABLE queue_task SET (fillfactor = {FILLFACTOR})"
-            ));
+            statements.push(set_fillfactor(FILLFACTOR));
         }
         for sql in statements {
             db.execute_unprepared(&sql).await?;

@@ -20,17 +20,17 @@ pub struct Migration;
 /// How full PostgreSQL packs each new page of `queue_task`, in percent.
 const FILLFACTOR: u32 = 33;
 
-fn set_fillfactor(percent: u32) -> String {
-    format!("ALTER TABLE queue_task SET (fillfactor = {percent})")
-}
-
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        super::on_postgres(manager, &[&set_fillfactor(FILLFACTOR)]).await
+        super::on_postgres(manager, &[&hot_updates::set_fillfactor(FILLFACTOR)]).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        super::on_postgres(manager, &[&set_fillfactor(hot_updates::FILLFACTOR)]).await
+        super::on_postgres(
+            manager,
+            &[&hot_updates::set_fillfactor(hot_updates::FILLFACTOR)],
+        )
+        .await
     }
 }

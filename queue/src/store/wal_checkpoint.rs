@@ -52,7 +52,7 @@ const SQLITE_SETTLED_COPY_PAGES: i64 = 1_024;
 const SQLITE_MAX_SYNC_ROUNDS: usize = 4;
 
 /// How far a PASSIVE checkpoint got, in WAL frames (a page each).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct WalProgress {
     /// Frames in the WAL.
     length: i64,
@@ -101,10 +101,7 @@ async fn passive_checkpoint(conn: &impl ConnectionTrait) -> Result<WalProgress, 
         ))
         .await?;
     let Some(row) = row else {
-        return Ok(WalProgress {
-            length: 0,
-            copied: 0,
-        });
+        return Ok(WalProgress::default());
     };
     Ok(WalProgress {
         length: row.try_get_by_index(1)?,
