@@ -56,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261126_000130_task_watchers::Migration),
             Box::new(queue::schema::m20261127_000140_counted_claims::Migration),
             Box::new(queue::schema::m20261128_000150_pages_a_third_full::Migration),
+            Box::new(queue::schema::m20261128_000160_derived_columns_kept_by_triggers::Migration),
         ]
     }
 }

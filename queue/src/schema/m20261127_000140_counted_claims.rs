@@ -25,15 +25,15 @@ pub struct Migration;
 
 /// The trigger function's first statement: nothing to do for a statement that keeps the
 /// counts and the ready table itself.
-const SKIP_COUNTED: &str =
+pub(super) const SKIP_COUNTED: &str =
     "IF current_setting('bulkq.counted', true) = 'on' THEN RETURN NULL; END IF;";
 
 /// Before the UPDATE of a function that counts for itself; `true`: until the transaction
 /// ends, should the UPDATE fail before [`COUNTING_DONE`].
-const COUNTING: &str = "PERFORM set_config('bulkq.counted', 'on', true);";
+pub(super) const COUNTING: &str = "PERFORM set_config('bulkq.counted', 'on', true);";
 
 /// After it: the transaction's later statements are the trigger's again.
-const COUNTING_DONE: &str = "PERFORM set_config('bulkq.counted', '', true);";
+pub(super) const COUNTING_DONE: &str = "PERFORM set_config('bulkq.counted', '', true);";
 
 /// The claim (`dialect::POSTGRES_CLAIM` calls it): `m20261124_000090_steady_plans`'s UPDATE,
 /// now also taking the claimed tasks' entries off `queue_ready` and moving their count from
@@ -66,10 +66,11 @@ const EVENT_TYPE: &str = "CREATE TYPE queue_event_columns AS ( \
 /// The completion (`dialect::POSTGRES_COMPLETE` calls it): the tasks of the claims `(ids,
 /// leases)` still running under that lease (as `store::claim::ClaimMatch` finds them)
 /// become COMPLETED as `Transition::Complete` sets them, counted from EXECUTING to COMPLETED
-/// and in the minute's throughput.
-fn complete() -> String {
+/// and in the minute's throughput. `also_set`: further assignments of its UPDATE, each
+/// after a comma (a later migration's).
+pub(super) fn complete(also_set: &str) -> String {
     format!(
-        "CREATE FUNCTION queue_complete(ids UUID[], leases BIGINT[], due TIMESTAMPTZ, node TEXT) \
+        "CREATE OR REPLACE FUNCTION queue_complete(ids UUID[], leases BIGINT[], due TIMESTAMPTZ, node TEXT) \
          RETURNS SETOF queue_event_columns LANGUAGE plpgsql SET enable_seqscan = off AS $$
          BEGIN
            {COUNTING}
@@ -77,7 +78,7 @@ fn complete() -> String {
            WITH completed AS (
              UPDATE queue_task SET workflow_status = 'COMPLETED', workflow_status_desc = NULL,
                  modified_date = due, modified_by = node,
-                 lease_version = queue_task.lease_version + 1, workflow_stopped_date = due
+                 lease_version = queue_task.lease_version + 1, workflow_stopped_date = due{also_set}
              FROM (SELECT unnest(ids) AS claimed_id, unnest(leases) AS claimed_lease) AS claim
              WHERE queue_task.id = claim.claimed_id
                AND queue_task.lease_version = claim.claimed_lease
@@ -111,12 +112,13 @@ fn moved_counts(rows: &str, from: &str, to: &str) -> String {
     )
 }
 
-/// The trigger function as `m20261124_000090_steady_plans` left it, after `first`.
-fn trigger_function(first: &str) -> String {
+/// The trigger function as `m20261124_000090_steady_plans` left it, after `first` and with
+/// `after_update` last in its UPDATE branch (a later migration's).
+pub(super) fn trigger_function(first: &str, after_update: &str) -> String {
     counts::postgres_function_after(
         first,
         ready::POSTGRES_READY_ON_INSERT,
-        &steady::on_update(),
+        &format!("{}{after_update}", steady::on_update()),
         steady::ON_DELETE,
     )
 }
@@ -125,11 +127,11 @@ fn trigger_function(first: &str) -> String {
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let statements = [
-            &trigger_function(SKIP_COUNTED),
+            &trigger_function(SKIP_COUNTED, ""),
             steady::TRIGGER_FUNCTION_SETTINGS,
             &claim(),
             EVENT_TYPE,
-            &complete(),
+            &complete(""),
         ];
         super::on_postgres(manager, &statements).await
     }
@@ -140,7 +142,7 @@ impl MigrationTrait for Migration {
             "DROP TYPE queue_event_columns",
             "DROP FUNCTION queue_claim(TIMESTAMPTZ, TEXT, BIGINT)",
             &steady::claim(),
-            &trigger_function(""),
+            &trigger_function("", ""),
             steady::TRIGGER_FUNCTION_SETTINGS,
         ];
         super::on_postgres(manager, &statements).await

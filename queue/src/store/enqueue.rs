@@ -24,9 +24,10 @@ use crate::error::QueueError;
 use crate::state::TaskStatus;
 use crate::task::{MAX_ATTEMPTS_DEFAULT, NewTask, QueueEvent, Task};
 
-/// The generated column holding a task's `unique_key` while the task is active (NULL after),
-/// under a unique index: the `ON CONFLICT` arbiter of an enqueue with a key (see
-/// `m20261124_000080_hot_updates`).
+/// The column holding a task's `unique_key` while the task is active (NULL after), derived
+/// before the row is inserted, under a unique index: the `ON CONFLICT` arbiter of an
+/// enqueue with a key (see `m20261124_000080_hot_updates` and, on PostgreSQL,
+/// `m20261128_000160_derived_columns_kept_by_triggers`).
 const ACTIVE_UNIQUE_KEY: &str = "active_unique_key";
 /// The predicate of that partial index, spelled as in the migration: PostgreSQL picks the
 /// arbiter by matching it.

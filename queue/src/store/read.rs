@@ -25,8 +25,8 @@ use crate::task::{Node, Page, QueueEvent, Task, TaskCursor, TaskEvent, TaskFilte
 /// they come from [`TaskStatus::as_str`], never from input.
 ///
 /// Statuses that only tasks which ended badly have (FAILURE, ERROR, ABANDONED) are tested on
-/// `problem_status` instead, the generated column that holds them (NULL for every other
-/// task) under a partial index: the admin's list of problems then reads those few rows,
+/// `problem_status` instead, the column derived from the status that holds them (NULL for
+/// every other task) under a partial index: the admin's list of problems then reads those few rows,
 /// not the whole table (no index names `workflow_status`; see
 /// `m20261124_000080_hot_updates`).
 pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {

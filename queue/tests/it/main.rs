@@ -8,6 +8,7 @@ mod claim;
 mod connection;
 mod counts;
 mod crash;
+mod derived;
 mod enqueue;
 mod events;
 mod lock;
