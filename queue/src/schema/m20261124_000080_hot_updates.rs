@@ -48,24 +48,13 @@ pub(super) const GENERATED: [(&str, &str, &str); 2] = [
 /// go with the columns.
 pub(super) const DERIVED_KEEPER: &str = "queue_task_derived_columns";
 
-/// The indexes on the generated columns, as `(name, definition)`.
-pub(super) const GENERATED_INDEXES: [(&str, &str); 2] = [
-    (
-        "idx_queue_task_active_unique_key",
-        "CREATE UNIQUE INDEX idx_queue_task_active_unique_key ON queue_task (active_unique_key) \
-         WHERE active_unique_key IS NOT NULL",
-    ),
-    (
-        "idx_queue_task_problem",
-        "CREATE INDEX idx_queue_task_problem ON queue_task (problem_status, created_date) \
-         WHERE problem_status IS NOT NULL",
-    ),
-];
-
-const CREATED_INDEX: (&str, &str) = (
-    "idx_queue_task_created",
+const NEW_INDEXES: [&str; 3] = [
+    "CREATE UNIQUE INDEX idx_queue_task_active_unique_key ON queue_task (active_unique_key) \
+     WHERE active_unique_key IS NOT NULL",
+    "CREATE INDEX idx_queue_task_problem ON queue_task (problem_status, created_date) \
+     WHERE problem_status IS NOT NULL",
     "CREATE INDEX idx_queue_task_created ON queue_task (created_date, id)",
-);
+];
 
 /// The indexes dropped, with their definitions for `down`.
 const OLD_INDEXES: [(&str, &str); 4] = [
@@ -91,19 +80,6 @@ const OLD_INDEXES: [(&str, &str); 4] = [
     ),
 ];
 
-/// The statements adding [`GENERATED`]'s columns, `STORED` or `VIRTUAL` as `storage` says.
-pub(super) fn add_generated_columns(storage: &str) -> Vec<String> {
-    GENERATED
-        .iter()
-        .map(|(name, sql_type, expression)| {
-            format!(
-                "ALTER TABLE queue_task ADD COLUMN {name} {sql_type} \
-                 GENERATED ALWAYS AS ({expression}) {storage}"
-            )
-        })
-        .collect()
-}
-
 /// How full PostgreSQL packs each new page of `queue_task`, in percent: the rest is room
 /// for a claimed row's next version and its completion's within the same page.
 pub(super) const FILLFACTOR: u32 = 50;
@@ -118,13 +94,17 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
         let postgres = manager.get_database_backend() == DatabaseBackend::Postgres;
-        let mut statements = add_generated_columns(if postgres { "STORED" } else { "VIRTUAL" });
-        statements.extend(
-            GENERATED_INDEXES
-                .iter()
-                .chain([&CREATED_INDEX])
-                .map(|(_, sql)| (*sql).to_owned()),
-        );
+        let storage = if postgres { "STORED" } else { "VIRTUAL" };
+        let mut statements: Vec<String> = GENERATED
+            .iter()
+            .map(|(name, sql_type, expression)| {
+                format!(
+                    "ALTER TABLE queue_task ADD COLUMN {name} {sql_type} \
+                     GENERATED ALWAYS AS ({expression}) {storage}"
+                )
+            })
+            .collect();
+        statements.extend(NEW_INDEXES.iter().map(|sql| (*sql).to_owned()));
         statements.extend(
             OLD_INDEXES
                 .iter()
@@ -153,10 +133,13 @@ impl MigrationTrait for Migration {
             statements.push(format!("DROP FUNCTION IF EXISTS {DERIVED_KEEPER}()"));
         }
         statements.extend(
-            GENERATED_INDEXES
-                .iter()
-                .chain([&CREATED_INDEX])
-                .map(|(name, _)| format!("DROP INDEX {name}")),
+            [
+                "idx_queue_task_active_unique_key",
+                "idx_queue_task_problem",
+                "idx_queue_task_created",
+            ]
+            .iter()
+            .map(|name| format!("DROP INDEX {name}")),
         );
         statements.extend(
             GENERATED

@@ -70,7 +70,8 @@ const EVENT_TYPE: &str = "CREATE TYPE queue_event_columns AS ( \
 /// after a comma (a later migration's).
 pub(super) fn complete(also_set: &str) -> String {
     format!(
-        "CREATE OR REPLACE FUNCTION queue_complete(ids UUID[], leases BIGINT[], due TIMESTAMPTZ, node TEXT) \
+        "CREATE OR REPLACE FUNCTION queue_complete( \
+             ids UUID[], leases BIGINT[], due TIMESTAMPTZ, node TEXT) \
          RETURNS SETOF queue_event_columns LANGUAGE plpgsql SET enable_seqscan = off AS $$
          BEGIN
            {COUNTING}

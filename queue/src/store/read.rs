@@ -26,8 +26,8 @@ use crate::task::{Node, Page, QueueEvent, Task, TaskCursor, TaskEvent, TaskFilte
 ///
 /// Statuses that only tasks which ended badly have (FAILURE, ERROR, ABANDONED) are tested on
 /// `problem_status` instead, the column derived from the status that holds them (NULL for
-/// every other task) under a partial index: the admin's list of problems then reads those few rows,
-/// not the whole table (no index names `workflow_status`; see
+/// every other task) under a partial index: the admin's list of problems then reads those
+/// few rows, not the whole table (no index names `workflow_status`; see
 /// `m20261124_000080_hot_updates`).
 pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     let mut condition = Condition::all();
