@@ -2,10 +2,12 @@
 //! tasks) and checks that the node still holds the tasks it runs: an attempt whose task was
 //! abandoned or rescued meanwhile has its cancellation token fired, so even an executor that
 //! never commits a batch hears about it. It also keeps this store's entry among the
-//! watchers of task changes while it has subscribers (see `store::watchers`).
+//! watchers of task changes while it has subscribers (see `store::watchers`), and looks
+//! at whether other nodes are alive (see `claim_ahead`).
 
 use std::time::Duration;
 
+use super::claim_ahead::ClaimAhead;
 use super::inflight::{CancelReason, InFlight};
 use crate::error::QueueError;
 use crate::store::{NodeIdentity, Store};
@@ -20,6 +22,8 @@ pub(crate) struct Heartbeat {
     pub inflight: InFlight,
     /// How long the watcher entry lasts past each heartbeat: several heartbeats.
     pub watch_ttl: Duration,
+    /// Looked at again with every beat.
+    pub claim_ahead: ClaimAhead,
 }
 
 /// What one heartbeat did.
@@ -35,6 +39,7 @@ impl Heartbeat {
         self.store
             .node_heartbeat(&self.node, claims.len(), self.store.clock().now())
             .await?;
+        self.claim_ahead.refresh(&self.store).await;
         self.store.watch_refresh(self.watch_ttl).await?;
         let held = self.store.task_get_held(&claims).await?;
         let mut lost = 0;

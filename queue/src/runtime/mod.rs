@@ -11,6 +11,7 @@
 //! handed back to QUEUED without spending an attempt. The completer applies the last
 //! outcomes before the node removes its heartbeat row.
 
+mod claim_ahead;
 mod completer;
 mod heartbeat;
 pub(crate) mod inflight;
@@ -44,6 +45,7 @@ use crate::periodic::{PeriodicJob, Schedule};
 use crate::store::batch_budget::BatchBudget;
 use crate::store::watchers::WATCH_TTL;
 use crate::store::{NodeIdentity, RescueOutcome, Store};
+use claim_ahead::ClaimAhead;
 use completer::Completer;
 use heartbeat::Heartbeat;
 use inflight::{CancelReason, InFlight};
@@ -94,7 +96,9 @@ pub struct RuntimeConfig {
     /// moment a slot frees up: fewer, larger claims for queues of many short tasks. A held
     /// task waits for a slot of this node even while another node idles, so a node holds
     /// only what its slots finish within 20 ms at the pace of its recent tasks: none before
-    /// its first task finishes, none while tasks run for seconds (as bulk actions do).
+    /// its first task finishes, none while tasks run for seconds (as bulk actions do). A
+    /// PostgreSQL node alone in its cluster claims the next batch while it still holds the
+    /// last one, so it may hold up to twice this (ADR 0065).
     /// `None` (the default): [`prefetch_default`] for the store's backend; `Some(0)` turns
     /// holding off.
     pub prefetch: Option<usize>,
@@ -226,6 +230,7 @@ impl Runtime {
             node: node.clone(),
             inflight: inflight.clone(),
             watch_ttl: WATCH_TTL.max(config.node_timeout * 2),
+            claim_ahead: ClaimAhead::new(node.clone(), config.node_timeout),
         };
         heartbeat.run_once().await?;
         let rescuer = Rescuer {
@@ -287,6 +292,7 @@ impl Runtime {
                 prefetch: config
                     .prefetch
                     .unwrap_or_else(|| prefetch_default(store.backend())),
+                claim_ahead: heartbeat.claim_ahead.clone(),
                 tracker: tracker.clone(),
                 sweep_interval: config.sweep_interval,
                 stop: stop_claiming.clone(),

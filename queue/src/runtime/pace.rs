@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A held task should start within about this long, at the recent pace: no more than the
-/// time a claim takes anyway, so holding never delays a task noticeably.
+/// time a claim takes anyway, so holding never delays a task noticeably. (A node claiming
+/// ahead holds a second batch behind the first: about twice this.)
 const HOLD_HORIZON: Duration = Duration::from_millis(20);
 
 /// The weight of the newest execution in the moving average: 1/8, so a change of workload

@@ -1,9 +1,10 @@
 //! The producer claims due tasks for the free executor slots and starts a worker for each.
 //!
-//! Back-pressure comes from a semaphore with one permit per slot: the producer first waits
-//! for one free permit, takes whatever else is free, and claims exactly that many. With
-//! nothing to claim it sleeps until a wake-up (an enqueue committed, here or, on PostgreSQL,
-//! anywhere), the next known `run_at`, or the sweep interval, whichever comes first.
+//! Back-pressure comes from a semaphore with one permit per slot: the producer gathers the
+//! free permits, starts a held task on each, and claims for the ones left over. With
+//! nothing to claim it sleeps until a wake-up (an enqueue committed, here or, on
+//! PostgreSQL, anywhere), the next known `run_at`, or the sweep interval, whichever comes
+//! first.
 //!
 //! A claim may also take tasks beyond the free slots, up to `RuntimeConfig::prefetch` and as
 //! many as the slots finish soon at the recent pace (see [`super::pace`]), and hold them
@@ -11,16 +12,28 @@
 //! claims (each a commit) come fewer and larger. Held tasks are claimed (EXECUTING) already,
 //! so at shutdown they are handed back, and if the node dies they are rescued like the
 //! running ones.
+//!
+//! Under a backlog of such short tasks a node on PostgreSQL that is the only one alive
+//! claims ahead: the next claim goes out as soon as the last one is back, while the held
+//! tasks start, so it may hold up to twice its prefetch. A claim of a thousand tasks takes
+//! the database longer than the slots take to run them, and with claims only for free
+//! slots those slots idled while it ran (ADR 0065). Still one claim at a time: a second
+//! one beside it, of this node or another, skips past the rows the first has locked, which
+//! cost the database more than the wait saved (`claim_ahead`). SQLite has one writer, so
+//! a claim ahead there would only hold up the completions.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::claim_ahead::ClaimAhead;
 use super::worker::Worker;
 use crate::error::QueueError;
 use crate::state::Transition;
@@ -39,6 +52,9 @@ const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// applied when the queue was drained, so a new task still starts at once.
 const BACKLOG_COOLDOWN: Duration = Duration::from_millis(5);
 
+/// What a claim comes back with: how many tasks it asked for, and what it got.
+type ClaimResult = (usize, Result<Vec<Task>, QueueError>);
+
 pub(crate) struct Producer {
     pub store: Store,
     pub worker: Worker,
@@ -47,6 +63,8 @@ pub(crate) struct Producer {
     pub workers: usize,
     /// The most claimed tasks held beyond the free slots (see the module documentation).
     pub prefetch: usize,
+    /// Whether it may claim ahead under a backlog.
+    pub claim_ahead: ClaimAhead,
     pub tracker: TaskTracker,
     pub sweep_interval: Duration,
     pub stop: CancellationToken,
@@ -56,73 +74,97 @@ impl Producer {
     pub async fn run(self) {
         let mut wake = self.store.events().wake_receiver();
         let mut held = VecDeque::new();
+        let mut free = Vec::new();
+        // The claim in flight, if any: never more than one.
+        let mut claims = JoinSet::new();
+        // The last claim found as many tasks as it asked for.
         let mut backlog = false;
-        loop {
-            let first = tokio::select! {
+        // After a failed claim: no claim before then, while held tasks still start.
+        let mut resume_at: Option<Instant> = None;
+        while !self.stop.is_cancelled() {
+            while let Ok(permit) = self.slots.clone().try_acquire_owned() {
+                free.push(permit);
+            }
+            self.start(&mut held, &mut free);
+            if backlog && held.is_empty() && claims.is_empty() && !free.is_empty() {
+                let missing = self.workers.saturating_sub(free.len());
+                free.extend(self.more_slots(missing).await);
+            }
+            let may_claim = claims.is_empty() && resume_at.is_none();
+            if let Some(wanted) = self.wanted(held.len(), free.len(), may_claim, backlog) {
+                // Anything enqueued after this point changes `wake` and ends a later wait.
+                wake.borrow_and_update();
+                claims.spawn(claim(
+                    self.store.clone(),
+                    self.worker.node_id.clone(),
+                    wanted,
+                ));
+            }
+            let want_slot = !held.is_empty() || claims.is_empty();
+            tokio::select! {
                 biased;
                 () = self.stop.cancelled() => break,
-                permit = self.slots.clone().acquire_owned() => permit,
-            };
-            let Ok(first) = first else { break };
-            let mut permits = vec![first];
-            if backlog && held.is_empty() {
-                permits.extend(self.more_slots().await);
-            }
-            while let Ok(permit) = self.slots.clone().try_acquire_owned() {
-                permits.push(permit);
-            }
-            if held.len() >= permits.len() {
-                self.start(&mut held, permits);
-                continue;
-            }
-            // Anything enqueued after this point changes `wake` and ends the wait below.
-            wake.borrow_and_update();
-            backlog = false;
-            let holdable = self.worker.pace.holdable(self.workers, self.prefetch);
-            let wanted = permits.len() - held.len() + holdable;
-            match self.claim(wanted).await {
-                Ok(claimed) => {
-                    let drained = claimed.len() < wanted;
-                    held.extend(claimed);
-                    self.start(&mut held, permits);
-                    match drained {
-                        true if held.is_empty() => self.wait_for_work(&mut wake).await,
-                        true => {}
-                        false => backlog = true,
+                Some(joined) = claims.join_next() => match joined {
+                    Ok((asked, Ok(claimed))) => {
+                        let began = !backlog && claimed.len() >= asked;
+                        backlog = claimed.len() >= asked;
+                        if began {
+                            self.claim_ahead.refresh(&self.store).await;
+                        }
+                        held.extend(claimed);
+                        self.start(&mut held, &mut free);
+                        if !backlog && held.is_empty() {
+                            self.wait_for_work(&mut wake).await;
+                        }
                     }
-                }
-                Err(error) => {
-                    self.start(&mut held, permits);
-                    tracing::warn!(%error, "claiming tasks failed");
-                    tokio::select! {
-                        () = self.stop.cancelled() => break,
-                        () = tokio::time::sleep(ERROR_BACKOFF) => {}
+                    Ok((_, Err(error))) => {
+                        tracing::warn!(%error, "claiming tasks failed");
+                        backlog = false;
+                        resume_at = Some(Instant::now() + ERROR_BACKOFF);
                     }
+                    Err(error) => {
+                        tracing::error!(%error, "a claim did not finish");
+                        backlog = false;
+                        resume_at = Some(Instant::now() + ERROR_BACKOFF);
+                    }
+                },
+                () = sleep_until(resume_at.unwrap_or_else(Instant::now)), if resume_at.is_some() => {
+                    resume_at = None;
                 }
+                permit = self.slots.clone().acquire_owned(), if want_slot => match permit {
+                    Ok(permit) => free.push(permit),
+                    Err(_) => break,
+                },
             }
         }
+        // A claim in flight finishes, and its tasks start on the free slots as if it had
+        // come back before the stop; the rest go back with the held tasks.
+        while let Some(joined) = claims.join_next().await {
+            if let Ok((_, Ok(claimed))) = joined {
+                held.extend(claimed);
+            }
+        }
+        self.start(&mut held, &mut free);
         self.hand_back(held).await;
     }
 
-    /// Claims up to `max` due tasks, in the order they should start.
-    async fn claim(&self, max: usize) -> Result<Vec<Task>, QueueError> {
-        let now = self.store.clock().now();
-        let claimed = self
-            .store
-            .task_get_available(TaskGetAvailableParams {
-                max: u32::try_from(max).unwrap_or(u32::MAX),
-                now,
-                node_id: &self.worker.node_id,
-            })
-            .instrument(tracing::debug_span!("claim", asked = max))
-            .await?;
-        crate::metrics::claimed(&claimed, now);
-        Ok(claimed)
+    /// How many tasks to claim now, if any and if it `may_claim` (no claim is in flight,
+    /// none failed just now): for the free slots (none is free while `held` has tasks,
+    /// which start first), or ahead under a backlog once no more than the node may hold
+    /// are left.
+    fn wanted(&self, held: usize, free: usize, may_claim: bool, backlog: bool) -> Option<usize> {
+        if !may_claim {
+            return None;
+        }
+        let holdable = self.worker.pace.holdable(self.workers, self.prefetch);
+        let ahead = backlog && self.claim_ahead.allowed() && holdable > 0 && held <= holdable;
+        (free > 0 || ahead).then_some(free + holdable)
     }
 
-    /// Spawns a worker for each permit while `held` has tasks; unused permits are released.
-    fn start(&self, held: &mut VecDeque<Task>, permits: Vec<OwnedSemaphorePermit>) {
-        for permit in permits {
+    /// Starts a worker on a free slot for each held task, while both last.
+    fn start(&self, held: &mut VecDeque<Task>, free: &mut Vec<OwnedSemaphorePermit>) {
+        while !held.is_empty() {
+            let Some(permit) = free.pop() else { break };
             let Some(task) = held.pop_front() else { break };
             self.tracker.spawn(self.worker.clone().run(task, permit));
         }
@@ -144,13 +186,13 @@ impl Producer {
         }
     }
 
-    /// With a backlog: every other slot, or as many as free up within the cooldown.
-    async fn more_slots(&self) -> Vec<OwnedSemaphorePermit> {
-        let others = u32::try_from(self.workers.saturating_sub(1)).unwrap_or(u32::MAX);
-        if others == 0 {
+    /// With a backlog: the `missing` slots, or as many as free up within the cooldown.
+    async fn more_slots(&self, missing: usize) -> Vec<OwnedSemaphorePermit> {
+        let missing = u32::try_from(missing).unwrap_or(u32::MAX);
+        if missing == 0 {
             return Vec::new();
         }
-        let all = self.slots.clone().acquire_many_owned(others);
+        let all = self.slots.clone().acquire_many_owned(missing);
         match tokio::time::timeout(BACKLOG_COOLDOWN, all).await {
             Ok(Ok(mut permit)) => {
                 // One permit per worker.
@@ -188,4 +230,21 @@ impl Producer {
             () = tokio::time::sleep(nap) => {}
         }
     }
+}
+
+/// Claims up to `max` due tasks for `node_id`, in the order they should start.
+async fn claim(store: Store, node_id: Arc<str>, max: usize) -> ClaimResult {
+    let now = store.clock().now();
+    let claimed = store
+        .task_get_available(TaskGetAvailableParams {
+            max: u32::try_from(max).unwrap_or(u32::MAX),
+            now,
+            node_id: &node_id,
+        })
+        .instrument(tracing::debug_span!("claim", asked = max))
+        .await;
+    if let Ok(claimed) = &claimed {
+        crate::metrics::claimed(claimed, now);
+    }
+    (max, claimed)
 }

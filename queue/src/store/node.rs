@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Condition, Expr, ExprTrait, OnConflict, Query};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QuerySelect, Set};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect, Set};
 use uuid::Uuid;
 
 use super::entity::node;
@@ -104,6 +104,22 @@ impl Store {
             .exec_without_returning(&*txn)
             .await?;
         Ok(txn.commit().await?)
+    }
+
+    /// How many nodes of other systems than `node`'s have beaten since `cutoff` and not
+    /// stopped: the nodes that may be claiming tasks beside it. (An earlier incarnation of
+    /// `node`'s own system is dead once `node` runs, as the rescuer sees it.)
+    pub async fn node_count_others_alive(
+        &self,
+        node: &NodeIdentity,
+        cutoff: DateTime<Utc>,
+    ) -> Result<u64, QueueError> {
+        Ok(node::Entity::find()
+            .filter(node::Column::SystemId.ne(node.system_id.as_str()))
+            .filter(node::Column::StoppedDate.is_null())
+            .filter(node::Column::HeartbeatDate.gte(cutoff))
+            .count(&self.db)
+            .await?)
     }
 
     /// Marks a node stopped on a clean shutdown (it holds no tasks any more); the row stays

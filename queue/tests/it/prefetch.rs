@@ -1,15 +1,17 @@
 //! Nodes hold claimed tasks beyond their free slots (`RuntimeConfig::prefetch`) only while
 //! their tasks are short, and hand the held ones back when they shut down (their
-//! exactly-once race is in `claim`).
+//! exactly-once race is in `claim`). A lone node on PostgreSQL claims ahead under a
+//! backlog; beside another node, or on SQLite, it does not.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use queue::testing::{self, TestDatabase};
 use queue::{
-    Registry, Runtime, RuntimeConfig, RuntimeHandle, Task, TaskContext, TaskError, TaskExecutor,
-    TaskStatus,
+    NodeIdentity, Registry, Runtime, RuntimeConfig, RuntimeHandle, Store, Task, TaskContext,
+    TaskError, TaskExecutor, TaskStatus,
 };
+use sea_orm::DbBackend;
 
 use super::{Bundle, CountingExecutor, PATIENCE, new_task, setup};
 use crate::crash::UntilCancelled;
@@ -17,6 +19,8 @@ use crate::crash::UntilCancelled;
 queue::backend_tests!(queue::schema::QueueMigrator =>
     shutdown_hands_held_tasks_back,
     long_tasks_are_not_held,
+    a_lone_node_claims_ahead_on_postgres_only,
+    no_claim_ahead_beside_another_node,
 );
 
 /// Takes a while, as a bulk action's batch does.
@@ -120,4 +124,92 @@ async fn long_tasks_are_not_held(db: TestDatabase) {
         .unwrap();
     assert_eq!(queued, 4, "the other four stay free for any node to claim");
     runtime.shutdown(Duration::from_secs(5)).await;
+}
+
+/// How many claims took the `tasks` that are EXECUTING now: each claim stamps its tasks
+/// with its own `scheduling_started_date`.
+async fn claims_holding(store: &Store, tasks: &[Task]) -> usize {
+    let mut claimed_at = Vec::new();
+    for task in tasks {
+        let row = store
+            .task_get(task.id)
+            .await
+            .unwrap()
+            .expect("the task exists");
+        if row.workflow_status == TaskStatus::Executing {
+            claimed_at.push(row.scheduling_started_date);
+        }
+    }
+    claimed_at.sort();
+    claimed_at.dedup();
+    claimed_at.len()
+}
+
+/// With its one slot taken by a task that runs until cancelled, a one-slot node that has
+/// run quick tasks claims its slot's task and some to hold. Only claiming ahead can take
+/// more: the slot never frees up. Returns the tasks, once the first claim has them.
+async fn backlog_behind_a_busy_slot(bundle: &mut Bundle) -> Vec<Task> {
+    run_to_completion(bundle, "test.quick", 3).await;
+    let tasks = enqueue_many(bundle, "test.until_cancelled", 12).await;
+    let store = bundle.store.clone();
+    testing::wait_until(
+        &mut bundle.events,
+        PATIENCE,
+        "one task runs and at least one is held",
+        async || claims_holding(&store, &tasks).await >= 1,
+    )
+    .await;
+    tasks
+}
+
+/// After shutdown every task is QUEUED again, with no attempt spent.
+async fn all_handed_back(bundle: &Bundle, runtime: RuntimeHandle, tasks: &[Task]) {
+    let report = runtime.shutdown(Duration::from_millis(200)).await;
+    assert_eq!(report.cancelled, 1, "only the running task was cancelled");
+    for task in tasks {
+        let row = bundle.task(task.id).await;
+        assert_eq!(row.workflow_status, TaskStatus::Queued, "{row:?}");
+        assert_eq!(row.attempt, 0, "no attempt is spent: {row:?}");
+    }
+}
+
+/// How long a node gets to show a claim ahead that it must not make: claims ahead go out
+/// within milliseconds of the claim before them.
+const NO_CLAIM_AHEAD_WITHIN: Duration = Duration::from_millis(500);
+
+async fn a_lone_node_claims_ahead_on_postgres_only(db: TestDatabase) {
+    let mut bundle = setup(db).await;
+    let runtime = one_slot_node(&bundle, "test.until_cancelled", UntilCancelled).await;
+    let tasks = backlog_behind_a_busy_slot(&mut bundle).await;
+    let store = bundle.store.clone();
+    if store.backend() == DbBackend::Postgres {
+        testing::wait_until(
+            &mut bundle.events,
+            PATIENCE,
+            "a second claim while the slot is busy",
+            async || claims_holding(&store, &tasks).await >= 2,
+        )
+        .await;
+    } else {
+        tokio::time::sleep(NO_CLAIM_AHEAD_WITHIN).await;
+        assert_eq!(
+            claims_holding(&store, &tasks).await,
+            1,
+            "SQLite claims no ahead"
+        );
+    }
+    all_handed_back(&bundle, runtime, &tasks).await;
+}
+
+async fn no_claim_ahead_beside_another_node(db: TestDatabase) {
+    let mut bundle = setup(db).await;
+    let now = bundle.store.clock().now();
+    let other = NodeIdentity::new("another-node", now);
+    bundle.store.node_heartbeat(&other, 0, now).await.unwrap();
+    let runtime = one_slot_node(&bundle, "test.until_cancelled", UntilCancelled).await;
+    let tasks = backlog_behind_a_busy_slot(&mut bundle).await;
+    tokio::time::sleep(NO_CLAIM_AHEAD_WITHIN).await;
+    let claims = claims_holding(&bundle.store, &tasks).await;
+    assert_eq!(claims, 1, "a node beside another claims no ahead");
+    all_handed_back(&bundle, runtime, &tasks).await;
 }

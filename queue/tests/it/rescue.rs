@@ -10,6 +10,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     a_stale_worker_cannot_finish_a_rescued_task,
     an_older_incarnation_is_rescued_at_once,
     old_finished_tasks_are_pruned,
+    only_other_live_nodes_count_as_alive,
 );
 
 /// Puts the database in the state a crash leaves: `node` claimed (and started) every queued
@@ -155,4 +156,35 @@ async fn old_finished_tasks_are_pruned(db: TestDatabase) {
     assert!(bundle.store.task_history(old.id).await.unwrap().is_empty());
     assert!(bundle.store.task_get(active.id).await.unwrap().is_some());
     bundle.assert_kept_tables_match_rows().await;
+}
+
+async fn only_other_live_nodes_count_as_alive(db: TestDatabase) {
+    let bundle = setup(db).await;
+    let store = &bundle.store;
+    let now = Utc::now();
+    let cutoff = now - TimeDelta::seconds(30);
+    let me = NodeIdentity::new("me", now);
+    store.node_heartbeat(&me, 0, now).await.unwrap();
+    let earlier_me = NodeIdentity::new("me", now - TimeDelta::seconds(5));
+    store.node_heartbeat(&earlier_me, 0, now).await.unwrap();
+    assert_eq!(store.node_count_others_alive(&me, cutoff).await.unwrap(), 0);
+
+    let other = NodeIdentity::new("other", now);
+    store.node_heartbeat(&other, 0, now).await.unwrap();
+    let silent = NodeIdentity::new("silent", now - TimeDelta::seconds(60));
+    store
+        .node_heartbeat(&silent, 0, now - TimeDelta::seconds(31))
+        .await
+        .unwrap();
+    let stopped = NodeIdentity::new("stopped", now);
+    store.node_heartbeat(&stopped, 0, now).await.unwrap();
+    store
+        .node_mark_stopped(&stopped.node_id, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.node_count_others_alive(&me, cutoff).await.unwrap(),
+        1,
+        "only `other`: not this node's own system, a silent node or a stopped one"
+    );
 }
