@@ -203,9 +203,12 @@ async fn a_lone_node_claims_ahead_on_postgres_only(db: TestDatabase) {
 
 async fn no_claim_ahead_beside_another_node(db: TestDatabase) {
     let mut bundle = setup(db).await;
+    // Its heartbeat is dated an hour ahead, so it stays alive however slowly the test runs
+    // (`fast_config`'s nodes die after 2 s without one).
     let now = bundle.store.clock().now();
     let other = NodeIdentity::new("another-node", now);
-    bundle.store.node_heartbeat(&other, 0, now).await.unwrap();
+    let beat = now + chrono::TimeDelta::hours(1);
+    bundle.store.node_heartbeat(&other, 0, beat).await.unwrap();
     let runtime = one_slot_node(&bundle, "test.until_cancelled", UntilCancelled).await;
     let tasks = backlog_behind_a_busy_slot(&mut bundle).await;
     tokio::time::sleep(NO_CLAIM_AHEAD_WITHIN).await;
