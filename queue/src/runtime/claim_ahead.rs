@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use sea_orm::DbBackend;
 
+use super::rescuer::alive_since;
 use crate::error::QueueError;
 use crate::store::{NodeIdentity, Store};
 
@@ -50,11 +51,7 @@ impl ClaimAhead {
     }
 
     async fn others_alive(&self, store: &Store) -> Result<u64, QueueError> {
-        let now = store.clock().now();
-        let timeout = chrono::Duration::from_std(self.node_timeout)
-            .map_err(|error| QueueError::Invalid(error.to_string()))?;
-        store
-            .node_count_others_alive(&self.node, now - timeout)
-            .await
+        let cutoff = alive_since(store.clock().now(), self.node_timeout)?;
+        store.node_count_others_alive(&self.node, cutoff).await
     }
 }

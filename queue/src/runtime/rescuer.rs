@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use crate::error::QueueError;
 use crate::periodic::{PeriodicContext, PeriodicTask};
 use crate::store::{NodeIdentity, RescueOutcome, Store};
@@ -21,6 +23,17 @@ pub const PARK_AFTER_CRASHES_DEFAULT: i32 = 2;
 /// The rescuer's periodic job.
 pub(crate) const RESCUE_JOB: &str = "queue.rescue";
 
+/// The oldest heartbeat that still counts as alive at `now`, for nodes that die after
+/// `node_timeout` without one.
+pub(super) fn alive_since(
+    now: DateTime<Utc>,
+    node_timeout: Duration,
+) -> Result<DateTime<Utc>, QueueError> {
+    let timeout = chrono::Duration::from_std(node_timeout)
+        .map_err(|error| QueueError::Invalid(error.to_string()))?;
+    Ok(now - timeout)
+}
+
 pub(crate) struct Rescuer {
     pub store: Store,
     pub node: NodeIdentity,
@@ -31,11 +44,10 @@ pub(crate) struct Rescuer {
 impl Rescuer {
     pub async fn run_once(&self) -> Result<RescueOutcome, QueueError> {
         let now = self.store.clock().now();
-        let timeout = chrono::Duration::from_std(self.node_timeout)
-            .map_err(|error| QueueError::Invalid(error.to_string()))?;
+        let cutoff = alive_since(now, self.node_timeout)?;
         let outcome = self
             .store
-            .task_rescue_many(&self.node, now - timeout, self.park_after_crashes, now)
+            .task_rescue_many(&self.node, cutoff, self.park_after_crashes, now)
             .await?;
         crate::metrics::rescued(outcome.retried.len(), outcome.failed.len());
         if !outcome.retried.is_empty() || !outcome.failed.is_empty() {
