@@ -12,9 +12,12 @@
 // - drain: the workers (`processes` child processes, each running graphile-worker's `run()`
 //   with `workers` concurrent jobs and a no-op task) wait idle; the first of them adds
 //   `tasks` jobs with one `addJobs` call (one statement, one transaction), as queue_bench's
-//   first node enqueues in-process: the enqueue rate. Then the time from its reply (after
-//   the commit) until no job is left in the table, as graphile-worker deletes each job when
-//   it completes: the drain rate.
+//   first node enqueues in-process: the enqueue rate. Then the time from the commit until no
+//   job is left in the table, as graphile-worker deletes each job when it completes: the
+//   drain rate. The commit is when `addJobs` returned, or the first job's start if that came
+//   sooner: `addJobs` returns every job it added, and the enqueuing process may still be
+//   reading those 20,000 rows while the other workers, woken by the commit, run thousands
+//   of jobs (`started before the enqueue's reply` counts them).
 // - latency: one process of 16; this process adds 300 jobs one at a time, each in its own
 //   transaction, 20 ms apart; the time from just before COMMIT until the task function
 //   begins, p50 / p95 / p99 / max. Times are CLOCK_MONOTONIC (`process.hrtime`), which all
@@ -129,9 +132,9 @@ async function workerProcess(url, mode, workers, index) {
       throw new Error(`unexpected message ${JSON.stringify(message)}`);
     }
     const specs = Array.from({ length: message.enqueue }, () => ({ identifier: "noop", payload: {} }));
-    const started = performance.now();
+    const calledAt = nowMicros();
     await utils.addJobs(specs);
-    process.send({ enqueuedMs: performance.now() - started });
+    process.send({ enqueue: { calledAt, repliedAt: nowMicros() } });
   }
   await runner.stop();
   await utils?.release();
@@ -176,13 +179,14 @@ class Workers {
     return this.children.map((child) => child.pid);
   }
 
-  /// Has the first worker enqueue `count` no-op jobs; returns how long that took, in ms.
+  /// Has the first worker enqueue `count` no-op jobs; returns when (`nowMicros`) it called
+  /// `addJobs` and when that returned.
   async enqueue(count) {
     const replied = new Promise((resolve) =>
-      this.children[0].on("message", (message) => message.enqueuedMs !== undefined && resolve(message)),
+      this.children[0].on("message", (message) => message.enqueue && resolve(message.enqueue)),
     );
     this.children[0].send({ enqueue: count });
-    return (await replied).enqueuedMs;
+    return replied;
   }
 
   /// Resolves once the workers' task functions have run `count` times between them.
@@ -256,6 +260,38 @@ function cpu(pids) {
   return { machine, processes };
 }
 
+/// How often the drain reads the CPU times while the enqueue runs, so they can be split at a
+/// commit known only later (see `drain`).
+const CPU_SAMPLE_MS = 2;
+
+/// The CPU times of `pids`, read every `CPU_SAMPLE_MS` from `start()` until `stop()`.
+class CpuTrace {
+  constructor(pids) {
+    this.pids = pids;
+    this.samples = [];
+  }
+
+  start() {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), CPU_SAMPLE_MS);
+  }
+
+  sample() {
+    this.samples.push({ at: nowMicros(), ...cpu(this.pids) });
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.sample();
+  }
+
+  /// The last reading taken at or before `micros` (the first one if none was).
+  at(micros) {
+    const before = this.samples.filter((s) => s.at <= micros);
+    return before.length > 0 ? before[before.length - 1] : this.samples[0];
+  }
+}
+
 /// Milliseconds per 1,000 tasks, during the enqueue (start to commit) and during the drain
 /// (commit to drained), as queue_bench's work.rs splits them.
 function cpuPerTask(start, committed, drained, tasks) {
@@ -294,10 +330,10 @@ async function drain(utils, options) {
   await sleep(SETTLE_MS);
   const before = await statsSnapshot(url);
   const pids = workersHandle.pids();
-  const cpuStart = cpu(pids);
-  const enqueueMs = await workersHandle.enqueue(tasks);
-  const committed = performance.now();
-  const cpuCommitted = cpu(pids);
+  const trace = new CpuTrace(pids);
+  trace.start();
+  const { calledAt, repliedAt } = await workersHandle.enqueue(tasks);
+  trace.stop();
   await workersHandle.untilStarted(tasks);
   // The last completions may still be on their way (batched, or in flight).
   await utils.withPgClient(async (client) => {
@@ -309,23 +345,28 @@ async function drain(utils, options) {
       await sleep(POLL_MS);
     }
   });
-  const drained = performance.now();
+  const drained = nowMicros();
   const cpuDrained = cpu(pids);
-  const { peakRssMib } = await workersHandle.stop();
+  const { peakRssMib, starts } = await workersHandle.stop();
+  // No job starts before its commit, so a start before the reply dates the commit better.
+  const firstStart = Math.min(...starts.map(([, at]) => at));
+  const committed = Math.min(repliedAt, firstStart);
+  const startedEarly = starts.filter(([, at]) => at < repliedAt).length;
   await utils.release();
   await sleep(SETTLE_MS);
   const after = await statsSnapshot(url);
-  const drainSeconds = (drained - committed) / 1000;
+  const drainSeconds = (drained - committed) / 1e6;
   report(
     "drain",
     mode,
     { tasks, rounds: 1, processes, workers_per_process: workers },
     {
-      "enqueue tasks/s": tasks / (enqueueMs / 1000),
+      "enqueue tasks/s": tasks / ((committed - calledAt) / 1e6),
       "drain tasks/s": tasks / drainSeconds,
       "drain s": drainSeconds,
       ...perTask(before, after, tasks),
-      ...cpuPerTask(cpuStart, cpuCommitted, cpuDrained, tasks),
+      "started before the enqueue's reply": startedEarly,
+      ...cpuPerTask(trace.samples[0], trace.at(committed), cpuDrained, tasks),
     },
     peakRssMib,
   );

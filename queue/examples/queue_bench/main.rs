@@ -8,7 +8,8 @@
 //! with `fsync` and `synchronous_commit` as the server has them):
 //! - **drain**: a node enqueues N (20,000) no-op tasks in one bulk call and one
 //!   transaction (enqueue rate), then the time from COMMIT until all are COMPLETED (drain
-//!   rate), with 16 workers in one process; on PostgreSQL also 2 processes × 8 workers.
+//!   rate; the commit dated as `round` says), with 16 workers in one process; on
+//!   PostgreSQL also 2 processes × 8 workers.
 //!   Three rounds on the same database; the median round is the figure (see
 //!   [`DRAIN_ROUNDS`]; `--rounds N` for another count), as in every drain below. Also the
 //!   CPU time per task (the machine's and the nodes'), and on PostgreSQL the database work
@@ -39,6 +40,7 @@
 
 mod floor;
 mod report;
+mod round;
 mod statements;
 mod work;
 mod worker;
@@ -267,32 +269,52 @@ async fn drain(
     let mut nodes = Nodes::start(&db.url, shape).await?;
     let before = work::snapshot(&db.url).await?;
     let pids = nodes.pids();
-    let mut cpu = work::CpuTally::default();
-    let mut rounds = Vec::with_capacity(settings.rounds);
+    let mut marks = Vec::with_capacity(settings.rounds);
     for _ in 0..settings.rounds {
-        let start = work::cpu(&pids);
-        let enqueue = nodes.enqueue(settings.tasks).await?;
-        let committed = Instant::now();
-        let at_commit = work::cpu(&pids);
+        let trace = work::CpuTrace::start(pids.clone());
+        let enqueued = nodes.enqueue(settings.tasks).await?;
+        let cpu = trace.stop()?;
         wait_until_drained(&store).await?;
-        rounds.push((committed.elapsed(), enqueue));
-        cpu.add(start, at_commit, work::cpu(&pids));
+        marks.push(round::Marks {
+            enqueued,
+            cpu,
+            drained_at: unix_micros(),
+            cpu_drained: work::cpu(&pids),
+        });
     }
     let node_report = nodes.stop().await?;
     let after = work::settled_snapshot(&db.url).await?;
+    let starts: Vec<i64> = node_report.starts.iter().map(|(_, at)| *at).collect();
+    let mut cpu = work::CpuTally::default();
+    for round in &marks {
+        let committed_at = round.committed_at(&starts);
+        cpu.add(
+            round.cpu.first(),
+            round.cpu.at(committed_at),
+            round.cpu_drained,
+        );
+    }
+    let mut rounds: Vec<round::Timed> = marks.iter().map(|round| round.timed(&starts)).collect();
     rounds.sort();
-    let (drained, enqueue) = rounds[rounds.len() / 2];
+    let median = rounds[rounds.len() / 2];
     let tasks = settings.tasks as f64;
-    let rate = tasks / drained.as_secs_f64();
+    let rate = tasks / median.drain.as_secs_f64();
     let mut figures = vec![
-        ("enqueue tasks/s", tasks / enqueue.as_secs_f64()),
+        ("enqueue tasks/s", tasks / median.enqueue.as_secs_f64()),
         ("drain tasks/s", rate),
-        ("drain s", drained.as_secs_f64()),
+        ("drain s", median.drain.as_secs_f64()),
         (
             "slowest round tasks/s",
-            tasks / rounds[rounds.len() - 1].0.as_secs_f64(),
+            tasks / rounds[rounds.len() - 1].drain.as_secs_f64(),
         ),
-        ("fastest round tasks/s", tasks / rounds[0].0.as_secs_f64()),
+        (
+            "fastest round tasks/s",
+            tasks / rounds[0].drain.as_secs_f64(),
+        ),
+        (
+            "started before the enqueue's reply",
+            median.started_early as f64,
+        ),
     ];
     if let Some(ageing) = ageing {
         figures.push(("ageing the table s", ageing.as_secs_f64()));

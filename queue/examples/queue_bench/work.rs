@@ -17,9 +17,13 @@
 //! second when idle, so the closing snapshot is read after the nodes have stopped, from a
 //! connection of its own, once their backends have had a moment to end.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
+
+use crate::worker::unix_micros;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -122,6 +126,61 @@ pub fn cpu(pids: &[u32]) -> Option<Cpu> {
         nodes += fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     }
     Some(Cpu { machine, nodes })
+}
+
+/// How often a [`CpuTrace`] reads the CPU times.
+const CPU_SAMPLE: Duration = Duration::from_millis(2);
+
+/// The CPU times of some processes, read every [`CPU_SAMPLE`] on a thread of its own while
+/// an enqueue runs, so that they can be split at its commit, which the round dates only
+/// once it knows when the first task began (see `round`).
+pub struct CpuTrace {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<CpuReadings>,
+}
+
+impl CpuTrace {
+    pub fn start(pids: Vec<u32>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut readings = vec![(unix_micros(), cpu(&pids))];
+            while !stopped.load(Ordering::Relaxed) {
+                std::thread::sleep(CPU_SAMPLE);
+                readings.push((unix_micros(), cpu(&pids)));
+            }
+            CpuReadings(readings)
+        });
+        Self { stop, thread }
+    }
+
+    /// Ends the trace with one last reading.
+    pub fn stop(self) -> Result<CpuReadings, Error> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .join()
+            .map_err(|_| "the CPU trace panicked".into())
+    }
+}
+
+/// A trace's readings: Unix microseconds and the CPU times then.
+pub struct CpuReadings(Vec<(i64, Option<Cpu>)>);
+
+impl CpuReadings {
+    /// The reading before the enqueue began.
+    pub fn first(&self) -> Option<Cpu> {
+        self.0.first().and_then(|(_, cpu)| *cpu)
+    }
+
+    /// The last reading taken at or before `micros`, or the first if none was.
+    pub fn at(&self, micros: i64) -> Option<Cpu> {
+        self.0
+            .iter()
+            .take_while(|(at, _)| *at <= micros)
+            .last()
+            .or(self.0.first())
+            .and_then(|(_, cpu)| *cpu)
+    }
 }
 
 /// The CPU time of a drain's rounds, split at each enqueue's COMMIT: the enqueue's and the

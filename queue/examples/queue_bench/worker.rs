@@ -4,14 +4,15 @@
 //!
 //! A node prints `ready` once its runtime runs, then obeys lines on stdin:
 //! - `enqueue <n>`: enqueues `n` no-op tasks in one bulk call and one transaction, replying
-//!   `enqueued <microseconds>` (the drain's enqueue, woken in-process like an app's own);
+//!   `enqueued <called> <committed>` (Unix microseconds when it began and when its COMMIT
+//!   returned; the drain's enqueue, woken in-process like an app's own);
 //! - `stop` (or end of input): shuts down and prints one JSON line with when each task's
 //!   executor began (Unix microseconds) and the node's peak RSS.
 
 use std::io::Write;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use queue::{
     NewTask, Registry, Runtime, RuntimeConfig, Store, TaskContext, TaskError, TaskExecutor,
@@ -32,6 +33,13 @@ pub const DEFAULT_PREFETCH: &str = "default";
 
 type Error = Box<dyn std::error::Error>;
 type Starts = Arc<Mutex<Vec<(Uuid, i64)>>>;
+
+/// When (Unix microseconds) a node began an enqueue, and when its COMMIT returned.
+#[derive(Clone, Copy)]
+pub struct Enqueued {
+    pub called_at: i64,
+    pub replied_at: i64,
+}
 
 /// What a node reports when it stops.
 #[derive(Serialize, Deserialize, Default)]
@@ -97,11 +105,11 @@ pub async fn run_node(
         match line.split_once(' ') {
             Some(("enqueue", n)) => {
                 let tasks = (0..n.parse::<usize>()?).map(|_| noop_task()).collect();
-                let started = Instant::now();
+                let called_at = unix_micros();
                 let mut txn = store.begin_queue().await?;
                 txn.enqueue_many(tasks).await?;
                 txn.commit().await?;
-                say(&format!("enqueued {}", started.elapsed().as_micros()))?;
+                say(&format!("enqueued {called_at} {}", unix_micros()))?;
             }
             _ if line == "stop" => break,
             _ => return Err(format!("unknown command {line:?}").into()),
@@ -164,15 +172,18 @@ impl Nodes {
             .collect()
     }
 
-    /// Has the first node enqueue `n` no-op tasks; returns how long that took.
-    pub async fn enqueue(&mut self, n: usize) -> Result<Duration, Error> {
+    /// Has the first node enqueue `n` no-op tasks; returns when it began and replied.
+    pub async fn enqueue(&mut self, n: usize) -> Result<Enqueued, Error> {
         self.send(0, &format!("enqueue {n}")).await?;
         let reply = self.line(0).await?;
-        let micros = reply
+        let (called_at, replied_at) = reply
             .strip_prefix("enqueued ")
-            .ok_or_else(|| format!("unexpected reply {reply:?}"))?
-            .parse()?;
-        Ok(Duration::from_micros(micros))
+            .and_then(|times| times.split_once(' '))
+            .ok_or_else(|| format!("unexpected reply {reply:?}"))?;
+        Ok(Enqueued {
+            called_at: called_at.parse()?,
+            replied_at: replied_at.parse()?,
+        })
     }
 
     /// Stops every node and returns what they report, merged.
