@@ -286,15 +286,16 @@ async fn drain(
     let after = work::settled_snapshot(&db.url).await?;
     let starts: Vec<i64> = node_report.starts.iter().map(|(_, at)| *at).collect();
     let mut cpu = work::CpuTally::default();
+    let mut rounds = Vec::with_capacity(marks.len());
     for round in &marks {
-        let committed_at = round.committed_at(&starts);
+        let timed = round.timed(&starts);
         cpu.add(
             round.cpu.first(),
-            round.cpu.at(committed_at),
+            round.cpu.at(timed.committed_at),
             round.cpu_drained,
         );
+        rounds.push(timed);
     }
-    let mut rounds: Vec<round::Timed> = marks.iter().map(|round| round.timed(&starts)).collect();
     rounds.sort();
     let median = rounds[rounds.len() / 2];
     let tasks = settings.tasks as f64;

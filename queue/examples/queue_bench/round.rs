@@ -31,12 +31,14 @@ pub struct Timed {
     pub enqueue: Duration,
     /// Tasks that began before the enqueuing node replied.
     pub started_early: usize,
+    /// The commit, as Unix microseconds (where the round's CPU times split).
+    pub committed_at: i64,
 }
 
 impl Marks {
     /// The commit (Unix microseconds): the reply, or the first of this round's tasks to
     /// begin if it began before that; `starts` holds every round's start times.
-    pub fn committed_at(&self, starts: &[i64]) -> i64 {
+    fn committed_at(&self, starts: &[i64]) -> i64 {
         starts
             .iter()
             .copied()
@@ -57,6 +59,7 @@ impl Marks {
                 .iter()
                 .filter(|at| (self.enqueued.called_at..self.enqueued.replied_at).contains(at))
                 .count(),
+            committed_at,
         }
     }
 }
