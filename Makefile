@@ -8,18 +8,19 @@
 run: build
 	./target/debug/bulkq serve --demo
 
-# Formatting, clippy, all Rust tests on SQLite and PostgreSQL, then the Playwright suite.
+# Formatting, one linted build, all Rust tests on SQLite and PostgreSQL, then the API contract
+# check and the Playwright suite side by side; ends with a table of each step's time.
 test:
 	scripts/test.sh
 
 build:
 	scripts/install-tools.sh build
-	cargo leptos build
+	scripts/build.sh debug
 
 # Optimised build (about 16 minutes cold): smaller WASM, faster server.
 build-release:
 	scripts/install-tools.sh release
-	PATH="$(CURDIR)/.tools/node_modules/.bin:$$PATH" cargo leptos build --release
+	scripts/build.sh release
 
 run-release: build-release
 	./target/release/bulkq serve --demo

@@ -4,13 +4,13 @@
 # and runs schemathesis (PyPI; installed by scripts/install-tools.sh) over every operation of
 # /api/1/openapi.json with each session: valid and invalid input, bounded examples, a fixed
 # seed. It fails on any 5xx, any status the contract does not list, and any response body
-# or content type that breaks the schema. Expects `target/debug/bulkq` (cargo leptos build).
+# or content type that breaks the schema. Expects `target/debug/bulkq` (`make build`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin=target/debug/bulkq
 schemathesis=.tools/schemathesis/bin/schemathesis
-[ -x "$bin" ] || { echo "missing $bin: run 'cargo leptos build' first" >&2; exit 1; }
+[ -x "$bin" ] || { echo "missing $bin: run 'make build' first" >&2; exit 1; }
 [ -x "$schemathesis" ] || { echo "missing schemathesis: run 'scripts/install-tools.sh test'" >&2; exit 1; }
 
 workdir=$(mktemp -d)

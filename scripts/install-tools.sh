@@ -2,7 +2,8 @@
 # Installs the build and test tools bulkq needs, each only when it is missing or at the wrong
 # version, so a second run is fast and prints nothing.
 #
-#   scripts/install-tools.sh build     wasm32 target, cargo-leptos, wasm-bindgen-cli
+#   scripts/install-tools.sh build     the wasm32 target (wasm-bindgen is a library of the
+#                                      workspace's site-builder, ADR 0067)
 #   scripts/install-tools.sh release   the above plus wasm-opt (npm binaryen), for --release
 #   scripts/install-tools.sh test      the build tools plus Chromium, the Playwright packages,
 #                                      schemathesis (PyPI, in .tools/schemathesis) and the test
@@ -12,7 +13,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CARGO_LEPTOS_VERSION=0.3.10 # 0.3.11 needs rustc 1.96
 BINARYEN_VERSION=132        # Debian's binaryen 108 produces a WASM that never hydrates
 SCHEMATHESIS_VERSION=4.32.5 # the API contract check (scripts/api-contract.sh)
 AIOSMTPD_VERSION=1.4.6      # the TLS and AUTH mail relay of the tests (caseload/src/testing/tls_relay.py)
@@ -24,24 +24,6 @@ wasm_target() {
   rustup target list --installed | grep -qx wasm32-unknown-unknown && return
   say "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
-}
-
-cargo_leptos() {
-  if cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then return; fi
-  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (takes 15-35 minutes on 2 cores)"
-  # Thin LTO settings only shorten the tool's own build; the tool works the same.
-  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    cargo install cargo-leptos --locked --version "$CARGO_LEPTOS_VERSION" --quiet
-}
-
-wasm_bindgen_cli() {
-  # The CLI must match the wasm-bindgen crate in Cargo.lock exactly.
-  local want
-  want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
-  if wasm-bindgen --version 2>/dev/null | grep -q " $want\$"; then return; fi
-  say "installing wasm-bindgen-cli $want (about 6 minutes)"
-  # Not --locked: its lockfile pins a crate version the registry no longer has.
-  cargo install wasm-bindgen-cli --version "$want" --quiet
 }
 
 binaryen() {
@@ -86,7 +68,7 @@ smtp_relay() {
   echo "$want" >"$venv/installed"
 }
 
-build_tools() { wasm_target; wasm_bindgen_cli; cargo_leptos; }
+build_tools() { wasm_target; }
 
 case "${1:-build}" in
   build) build_tools ;;

@@ -1,31 +1,80 @@
 #!/usr/bin/env bash
-# `make test`: formatting, clippy, every Rust test on SQLite and PostgreSQL, then the API
-# contract check (schemathesis) and the Playwright suite against freshly started servers.
-# Stops at the first failure.
+# `make test`: formatting, one linted build, then side by side every Rust test on SQLite and
+# PostgreSQL, the API contract check (schemathesis) and the Playwright suite, the last two
+# against the very binary the Rust tests built. Stops at the first failed step and ends,
+# pass or fail, with a table of each step's duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
+step_names=()
+step_seconds=()
+step_results=()
+# Where scripts/side-by-side.sh records the time of each command it ran.
+STEP_TIMES=$(mktemp)
+export STEP_TIMES
+current_step=""
+current_start=0
 
+# Starts timing a new step (and ends the one before).
+step() {
+  end_step ok
+  current_step=$1
+  current_start=$SECONDS
+  printf '\n==> [%s] %s\n' "$(date +%T)" "$current_step"
+}
+
+end_step() {
+  [ -n "$current_step" ] || return 0
+  step_names+=("$current_step")
+  step_seconds+=($((SECONDS - current_start)))
+  step_results+=("$1")
+  current_step=""
+}
+
+report() {
+  local status=$?
+  end_step "$([ "$status" = 0 ] && echo ok || echo FAILED)"
+  printf '\n%-64s %8s  %s\n' "step" "seconds" "result"
+  local i name seconds result
+  for i in "${!step_names[@]}"; do
+    printf '%-64s %8d  %s\n' "${step_names[$i]}" "${step_seconds[$i]}" "${step_results[$i]}"
+  done
+  while IFS=$'\t' read -r name seconds result; do
+    printf '%-64s %8d  %s\n' "  $name" "$seconds" "$result"
+  done <"$STEP_TIMES"
+  rm -f "$STEP_TIMES"
+  printf '%-64s %8d  %s\n' "total" "$SECONDS" "$([ "$status" = 0 ] && echo ok || echo FAILED)"
+}
+trap report EXIT
+
+step "install missing tools"
 scripts/install-tools.sh test
 
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy (server side, all targets)"
-cargo clippy --workspace --exclude frontend --all-targets --quiet -- -D warnings
-step "cargo clippy (browser side, wasm32)"
-cargo clippy -p frontend --target wasm32-unknown-unknown --quiet -- -D warnings
+# One build serves clippy, the Rust tests, the contract check and the browser tests.
+source scripts/lint-env.sh
+export BULKQ_LINT=1
+
+step "build and lint: tests, examples, the bulkq binary"
+cargo test --workspace --exclude frontend --exclude site-builder --no-run --quiet 2>&1 |
+  grep -v '^ *Executable ' || true
+[ "${PIPESTATUS[0]}" = 0 ]
+
+step "build and lint: the site (frontend wasm32, site-builder)"
+scripts/build.sh site
 
 pg_url=$(scripts/postgres-url.sh)
 if [ -n "$pg_url" ]; then
   export TEST_DATABASE_URL="$pg_url" BULKQ_REQUIRE_POSTGRES=1
-  step "Rust tests on SQLite and PostgreSQL ($pg_url)"
+  backends="SQLite and PostgreSQL"
 elif [ -n "${CI:-}" ]; then
   echo "ERROR: no PostgreSQL server answers and CI is set: the PostgreSQL suite must run." >&2
   exit 1
 else
   unset BULKQ_REQUIRE_POSTGRES
+  backends="SQLite only"
   cat <<'BANNER'
 
   ##########################################################################
@@ -34,23 +83,19 @@ else
   ##########################################################################
 
 BANNER
-  step "Rust tests on SQLite only"
 fi
 # RabbitMQ (the optional wake-up hints): when the local broker's port answers, its tests must
-# run rather than skip; `server` enables `queue/amqp`, so the workspace run builds them.
+# run rather than skip.
 if timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null; then
   export BULKQ_REQUIRE_RABBITMQ=1
 else
   unset BULKQ_REQUIRE_RABBITMQ
   echo "RabbitMQ SKIPPED: nothing answers on 127.0.0.1:5672; the wake-up hint tests will skip"
 fi
-cargo test --workspace --exclude frontend
 
-step "build the site (debug) for the browser tests"
-cargo leptos build
-
-step "the JSON API against its OpenAPI contract (schemathesis)"
-scripts/api-contract.sh
-
-step "Playwright (Debian Chromium)"
-scripts/e2e.sh
+# Side by side: the Rust tests spend most of their time waiting on databases, sockets and
+# child processes, which leaves room on the cores for the servers of the other two.
+step "tests, side by side"
+scripts/side-by-side.sh "Rust tests on $backends" scripts/rust-tests.sh \
+  -- "API contract (schemathesis)" scripts/api-contract.sh \
+  -- "browser flows (Playwright)" scripts/e2e.sh

@@ -5,8 +5,18 @@ import { test as base, Browser, BrowserContext, BrowserContextOptions, expect, L
  * its pages open would starve the next test's pages of live updates. */
 const openedContexts: BrowserContext[] = [];
 
-/** Playwright's `test`, closing the pages each test opened through `pageAs` when it ends. */
+/** The servers scripts/e2e.sh started, one per worker, in worker order. */
+const baseURLs = (process.env.BASE_URLS ?? 'http://127.0.0.1:3000').split(',');
+
+/** Playwright's `test`, against this worker's own server (so workers never see each other's
+ * tasks), closing the pages each test opened through `pageAs` when it ends. */
 export const test = base.extend<{ closeOpenedPages: void }>({
+  // eslint-disable-next-line no-empty-pattern
+  baseURL: async ({}, use, testInfo) => {
+    const url = baseURLs[testInfo.parallelIndex];
+    if (!url) throw new Error(`worker ${testInfo.parallelIndex} has no server: BASE_URLS names ${baseURLs.length}`);
+    await use(url);
+  },
   closeOpenedPages: [
     // eslint-disable-next-line no-empty-pattern
     async ({}, use) => {
@@ -22,11 +32,14 @@ export const test = base.extend<{ closeOpenedPages: void }>({
 type User = { username: string; password: string; name: string };
 
 /** Credentials of the users scripts/e2e.sh created for this run. e2e-staff coaches most of
- * the seeded people (and may act on all of them); e2e-other coaches nobody. */
+ * the seeded people (and may act on all of them); the others coach nobody. `explorer` and
+ * `newcomer` are each used by one flow only, which may count on their tasks being its own. */
 export const users = {
   staff: { username: 'e2e-staff', password: process.env.E2E_STAFF_PASSWORD ?? '', name: 'Erin Staff' },
   admin: { username: 'e2e-admin', password: process.env.E2E_ADMIN_PASSWORD ?? '', name: 'Ari Admin' },
   other: { username: 'e2e-other', password: process.env.E2E_OTHER_PASSWORD ?? '', name: 'Olu Other' },
+  explorer: { username: 'e2e-explorer', password: process.env.E2E_EXPLORER_PASSWORD ?? '', name: 'Eli Explorer' },
+  newcomer: { username: 'e2e-newcomer', password: process.env.E2E_NEWCOMER_PASSWORD ?? '', name: 'Nia Newcomer' },
 };
 
 /** Waits until the WASM has hydrated the page, so clicks reach the app. */
@@ -47,6 +60,7 @@ export async function signIn(page: Page, user: User) {
 }
 
 type SessionState = Awaited<ReturnType<BrowserContext['storageState']>>;
+/** Sessions by username; this worker's only, as is its server. */
 const sessions = new Map<string, SessionState>();
 
 /**
@@ -130,6 +144,16 @@ export async function confirmAndGetTask(page: Page, submitted: string): Promise<
   const id = href?.match(/^\/tasks\/([0-9a-f-]{36})$/)?.[1];
   expect(id, `task link ${href}`).toBeTruthy();
   return id!;
+}
+
+/** Ticks `tick`, then clicks `act`, again until the click lands. A list of tasks is fetched
+ * again whenever the page's live stream (re)connects (so about a second after each page
+ * load) or its tasks change, and the new list drops the ticks given to the old one. */
+export async function tickThenAct(tick: Locator, act: Locator) {
+  await expect(async () => {
+    await tick.check({ timeout: 1_000 });
+    await act.click({ timeout: 1_000 });
+  }).toPass();
 }
 
 /** A task's row on "My tasks". */

@@ -10,6 +10,7 @@ import {
   signIn,
   signOut,
   test,
+  tickThenAct,
   users,
 } from './helpers';
 
@@ -75,8 +76,7 @@ test('an email the relay keeps deferring fails; an admin retries it and abandons
   // Retry it from Queue health.
   await admin.getByRole('link', { name: 'Queue health' }).click();
   await hydrated(admin);
-  await row.getByRole('checkbox').check();
-  await admin.getByRole('button', { name: 'Retry 1 task' }).click();
+  await tickThenAct(row.getByRole('checkbox'), admin.getByRole('button', { name: 'Retry 1 task' }));
   await expect(admin.getByTestId('repair-result')).toHaveText('Retried 1 task (0 skipped).');
 
   await admin.goto(`/tasks/${failing}`);

@@ -143,6 +143,7 @@ fn queue_settings(options: &ServeOptions, database_url: &str) -> anyhow::Result<
             system_id: options.system_id.clone(),
             workers: options.workers,
             prefetch: options.prefetch,
+            sweep_interval: options.sweep_interval,
             park_after_crashes: options.park_after_crashes,
             batches_while_people_write: options.batches_while_people_write,
             amqp: options.amqp_url.as_deref().map(AmqpConfig::new),

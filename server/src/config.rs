@@ -107,6 +107,10 @@ pub struct ServeOptions {
     /// 1,024 on PostgreSQL, 256 on SQLite.
     #[arg(long, env = "BULKQ_PREFETCH")]
     pub prefetch: Option<usize>,
+    /// How often this node looks for due tasks without being woken (by a commit it saw, a
+    /// PostgreSQL notification or a RabbitMQ hint): the safety net for a missed wake-up.
+    #[arg(long, env = "BULKQ_SWEEP_INTERVAL", default_value = "1s", value_parser = positive_duration)]
+    pub sweep_interval: Duration,
     /// On SIGTERM/SIGINT, how long running tasks may take to finish before they are
     /// cancelled and handed back to the queue (without spending an attempt).
     #[arg(long, env = "BULKQ_SHUTDOWN_GRACE", default_value = "30s", value_parser = humantime::parse_duration)]

@@ -6,6 +6,7 @@ use sea_orm_migration::MigratorTrait;
 use tempfile::TempDir;
 use uuid::Uuid;
 
+use super::template;
 use crate::database::{backend_of, connect};
 
 /// The PostgreSQL server tried when neither `TEST_DATABASE_URL` nor `DATABASE_URL` names one.
@@ -62,13 +63,27 @@ pub async fn postgres_admin_url() -> Option<String> {
 }
 
 impl TestDatabase {
-    /// Creates and migrates a fresh database; `None` only for an unreachable PostgreSQL.
+    /// Creates a fresh database holding the schema `M` migrates to, copied from a template
+    /// (see `template`); `None` only for an unreachable PostgreSQL.
     pub async fn create<M: MigratorTrait>(backend: Backend) -> Option<Self> {
-        let (url, cleanup) = new_database(backend).await?;
-        // Before the pool opens: see `database::migrate`.
-        crate::database::migrate::<M>(&url)
-            .await
-            .expect("apply migrations");
+        let (url, cleanup) = match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("create a temporary directory");
+                let path = dir.path().join("test.db");
+                template::copy_sqlite::<M>(&path).await;
+                let url = format!("sqlite://{}?mode=rwc", path.display());
+                (url, Cleanup::Sqlite(dir))
+            }
+            Backend::Postgres => {
+                let admin_url = postgres_admin_url().await?;
+                let admin = connect(&admin_url, 1).await.expect("connect to PostgreSQL");
+                let template = template::postgres_template::<M>(&admin, &admin_url).await;
+                let options = format!("TEMPLATE {template}");
+                let created = postgres_database(&admin, admin_url, &options).await;
+                let _ = admin.close().await;
+                created
+            }
+        };
         Some(Self::open(url, backend, cleanup).await)
     }
 
@@ -123,7 +138,7 @@ impl Drop for TestDatabase {
     }
 }
 
-/// A new database's URL, and how to remove it.
+/// A new, empty database's URL, and how to remove it.
 async fn new_database(backend: Backend) -> Option<(String, Cleanup)> {
     Some(match backend {
         Backend::Sqlite => {
@@ -133,21 +148,33 @@ async fn new_database(backend: Backend) -> Option<(String, Cleanup)> {
         }
         Backend::Postgres => {
             let admin_url = postgres_admin_url().await?;
-            let name = format!("bulkq_test_{}", Uuid::new_v4().simple());
             let admin = connect(&admin_url, 1).await.expect("connect to PostgreSQL");
-            admin
-                .execute_unprepared(&format!("CREATE DATABASE {name}"))
-                .await
-                .expect("create the test database");
+            let created = postgres_database(&admin, admin_url, "").await;
             let _ = admin.close().await;
-            let url = replace_database_name(&admin_url, &name);
-            (url, Cleanup::Postgres { admin_url, name })
+            created
         }
     })
 }
 
+/// Creates a uniquely named database through `admin`, a connection to the server of
+/// `admin_url` (`options` as for `CREATE DATABASE`, e.g. its template), and returns its URL
+/// and how to remove it.
+async fn postgres_database(
+    admin: &DatabaseConnection,
+    admin_url: String,
+    options: &str,
+) -> (String, Cleanup) {
+    let name = format!("bulkq_test_{}", Uuid::new_v4().simple());
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE {name} {options}"))
+        .await
+        .expect("create the test database");
+    let url = replace_database_name(&admin_url, &name);
+    (url, Cleanup::Postgres { admin_url, name })
+}
+
 /// `postgres://user@host:port/old?opts` with the database name replaced by `name`.
-fn replace_database_name(url: &str, name: &str) -> String {
+pub(super) fn replace_database_name(url: &str, name: &str) -> String {
     let (base, query) = url
         .split_once('?')
         .map_or((url, None), |(b, q)| (b, Some(q)));

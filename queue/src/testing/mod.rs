@@ -6,6 +6,7 @@ mod amqp;
 mod database;
 mod executors;
 mod support;
+mod template;
 
 #[cfg(feature = "amqp")]
 pub use amqp::rabbitmq_url;

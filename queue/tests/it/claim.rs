@@ -32,13 +32,13 @@ async fn concurrent_nodes_run_every_task_exactly_once(db: TestDatabase) {
         Backend::Sqlite => 2,
         Backend::Postgres => 4,
     };
-    race(db, 5000, nodes, 4, 0).await;
+    race(db, 1500, nodes, 4, 0).await;
 }
 
 /// Nodes that hold claimed tasks beyond their free slots (`RuntimeConfig::prefetch`) race
 /// the same way.
 async fn prefetching_nodes_run_every_task_exactly_once(db: TestDatabase) {
-    race(db, 3000, 3, 4, 40).await;
+    race(db, 1000, 3, 4, 40).await;
 }
 
 /// How long a racing node may go without a heartbeat before the others rescue its tasks:

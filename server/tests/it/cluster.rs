@@ -235,7 +235,9 @@ async fn a_task_committed_elsewhere_starts_on_an_idle_node_at_once() {
     let people = people_all_active(&db, TASKS).await;
     let store = Store::new(db.conn.clone());
     let scratch = ScratchDir::new();
-    let mut node = scratch.start_node(&db.url, "idle", &[]);
+    // A sweep (the safety net for a missed wake-up) only every minute: a task this process
+    // commits can start at once only if the node's notification listener wakes it.
+    let mut node = scratch.start_node(&db.url, "idle", &["--sweep-interval", "60s"]);
     wait_for(&db, "the node to heartbeat", |db| async move {
         node_rows(db, "idle").await > 0
     })
@@ -266,15 +268,18 @@ async fn a_task_committed_elsewhere_starts_on_an_idle_node_at_once() {
         latencies.push((started - at).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0);
     }
     latencies.sort_by(f64::total_cmp);
-    let median = latencies[latencies.len() / 2];
+    let (median, max) = (
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1],
+    );
     println!(
         "cross-node start: {TASKS} tasks committed by this process, started by an idle node: \
-         median {median:.1} ms, max {:.1} ms",
-        latencies[latencies.len() - 1]
+         median {median:.1} ms, max {max:.1} ms"
     );
-    // The node's sweep runs every second: a missed notification would wait 500 ms on
-    // average, so a median far below that shows the NOTIFY woke it.
-    assert!(median < 250.0, "median commit-to-start {median:.1} ms");
+    // Tasks committed within two seconds, a sweep once a minute: without the notification
+    // most would wait for the next sweep, about a minute. Half of that is no speed goal,
+    // only a line between the two ways of waking (`make bench` times the wake-up).
+    assert!(max < 30_000.0, "a task waited {max:.0} ms for the sweep");
 }
 
 /// Seeds `count` people, all ACTIVE (so a change to INACTIVE changes each one), and

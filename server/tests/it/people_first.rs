@@ -1,6 +1,9 @@
-//! People first: while background batches keep the queue busy, a sign-in still answers
-//! within a second. On SQLite its session row takes the write slot ahead of the waiting
-//! batches; on PostgreSQL the dashboard has connections the workers cannot take.
+//! People first: while background batches keep the queue busy, a sign-in waits for at most
+//! about one batch, not for the batches queued ahead of it. On SQLite its session row takes
+//! the write slot ahead of the waiting batches; on PostgreSQL the dashboard has connections
+//! the workers cannot take. The figures (p99 per request kind under load) are `make bench`'s
+//! (server/examples/people_under_load.rs); these tests compare times measured in the same
+//! run, never against a fixed speed.
 
 use std::time::{Duration, Instant};
 
@@ -18,13 +21,25 @@ use serde_json::json;
 use crate::bulk_actions::{Bulk, BulkOptions};
 use crate::helpers::*;
 
-queue::backend_tests!(Migrator => a_sign_in_answers_within_a_second_while_batches_run);
+queue::backend_tests!(Migrator => a_sign_in_waits_for_no_queue_of_batches);
 
-async fn a_sign_in_answers_within_a_second_while_batches_run(db: TestDatabase) {
-    const PEOPLE: u64 = 20_000;
+/// People changed by each batch of the load.
+const BATCH: u64 = 2_000;
+
+/// The queue's progress so far: people done, summed over every task.
+async fn people_done(db: &TestDatabase) -> i64 {
+    db.scalar("SELECT CAST(COALESCE(SUM(progress_done), 0) AS BIGINT) FROM queue_task")
+        .await
+}
+
+/// Sign-ins during a backlog of batches against one on the idle node: the slowest may take
+/// twice the idle one (the cores are busy) plus a few batches' time, which is far less than
+/// waiting for the batches the workers have queued (sixteen at a time).
+async fn a_sign_in_waits_for_no_queue_of_batches(db: TestDatabase) {
+    const PEOPLE: u64 = 10_000;
     // Batches that hold SQLite's write lock for a while (about a quarter of a second).
     let options = BulkOptions {
-        batch_size: Some(2_000),
+        batch_size: Some(BATCH),
         ..BulkOptions::default()
     };
     let bulk = Bulk::start_with(&db, options).await;
@@ -36,9 +51,12 @@ async fn a_sign_in_answers_within_a_second_while_batches_run(db: TestDatabase) {
     seed_people(&db.conn, &options).await.unwrap();
     // Sign-ins are limited per name: each measured one is a different colleague's.
     let colleagues = ["ana", "ben", "cai", "dee", "eli"];
-    for name in colleagues {
+    for name in colleagues.iter().chain(&["fay"]) {
         add_user(&db, name, Role::Staff).await;
     }
+    let started = Instant::now();
+    sign_in_as(&bulk.app, "fay").await;
+    let idle = started.elapsed();
     let cookie = sign_in(&bulk.app).await;
     // Thirty-two status changes of everyone, back and forth, 2,000 people a batch: more
     // than either backend finishes while the sign-ins run (the test stops them after).
@@ -55,6 +73,7 @@ async fn a_sign_in_answers_within_a_second_while_batches_run(db: TestDatabase) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    let (done_before, load_started) = (people_done(&db).await, Instant::now());
     let mut slowest = Duration::ZERO;
     for name in colleagues {
         let started = Instant::now();
@@ -62,13 +81,17 @@ async fn a_sign_in_answers_within_a_second_while_batches_run(db: TestDatabase) {
         slowest = slowest.max(started.elapsed());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let batches = (people_done(&db).await - done_before) as f64 / BATCH as f64;
+    // The time the node took per batch while the sign-ins ran.
+    let per_batch = load_started.elapsed().div_f64(batches.max(1.0));
     eprintln!(
-        "slowest of 5 sign-ins during batches ({:?}): {slowest:?}",
+        "slowest of 5 sign-ins during batches ({:?}): {slowest:?}; idle {idle:?}; \
+         {batches:.0} batches, {per_batch:?} each",
         db.backend
     );
     assert!(
-        slowest < Duration::from_secs(1),
-        "a sign-in took {slowest:?}"
+        slowest < idle * 2 + per_batch * 4,
+        "a sign-in took {slowest:?}: idle it took {idle:?}, a batch {per_batch:?}"
     );
     let unfinished = bulk
         .store
@@ -135,9 +158,10 @@ async fn postgres_workers_cannot_take_the_dashboards_connections() {
     let runtime = Runtime::start(config, workers.clone(), registry)
         .await
         .unwrap();
+    const HOLD: Duration = Duration::from_secs(4);
     let mut txn = workers.begin_queue().await.unwrap();
     for _ in 0..8 {
-        let task = NewTask::new("test.hold", json!({"millis": 4_000}), owner);
+        let task = NewTask::new("test.hold", json!({"millis": HOLD.as_millis()}), owner);
         txn.enqueue(task).await.unwrap();
     }
     txn.commit().await.unwrap();
@@ -158,7 +182,8 @@ async fn postgres_workers_cannot_take_the_dashboards_connections() {
     eprintln!(
         "sign-in while the workers hold their pool: {own_pool:?} on the dashboard's, {shared_pool:?} on theirs"
     );
-    assert!(own_pool < Duration::from_secs(1), "{own_pool:?}");
+    // Waiting for a connection would have meant waiting for a batch to end (most of HOLD).
+    assert!(own_pool < HOLD / 2, "{own_pool:?}");
     assert!(
         shared_pool > own_pool,
         "the shared pool was not exhausted: the test shows nothing"
