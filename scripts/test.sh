@@ -2,7 +2,8 @@
 # `make test`: formatting, one linted build, then side by side every Rust test on SQLite and
 # PostgreSQL, the API contract check (schemathesis) and the Playwright suite, the last two
 # against the very binary the Rust tests built. Stops at the first failed step and ends,
-# pass or fail, with a table of each step's duration.
+# pass or fail, with a table of each step's duration (also written, one JSON object a step,
+# to target/test-steps.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,15 +36,25 @@ report() {
   local status=$?
   end_step "$([ "$status" = 0 ] && echo ok || echo FAILED)"
   printf '\n%-64s %8s  %s\n' "step" "seconds" "result"
-  local i name seconds result
+  local i
   for i in "${!step_names[@]}"; do
-    printf '%-64s %8d  %s\n' "${step_names[$i]}" "${step_seconds[$i]}" "${step_results[$i]}"
-  done
+    printf '%s\t%s\t%s\n' "${step_names[$i]}" "${step_seconds[$i]}" "${step_results[$i]}"
+  done >"$STEP_TIMES.main"
+  {
+    cat "$STEP_TIMES.main"
+    sed 's/^/  /' "$STEP_TIMES"
+    printf '%s\t%s\t%s\n' total "$SECONDS" "$([ "$status" = 0 ] && echo ok || echo FAILED)"
+  } >"$STEP_TIMES.all"
+  local name seconds result commit
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  mkdir -p target
+  : >target/test-steps.jsonl
   while IFS=$'\t' read -r name seconds result; do
-    printf '%-64s %8d  %s\n' "  $name" "$seconds" "$result"
-  done <"$STEP_TIMES"
-  rm -f "$STEP_TIMES"
-  printf '%-64s %8d  %s\n' "total" "$SECONDS" "$([ "$status" = 0 ] && echo ok || echo FAILED)"
+    printf '%-64s %8d  %s\n' "$name" "$seconds" "$result"
+    printf '{"commit": "%s", "step": "%s", "seconds": %d, "result": "%s"}\n' \
+      "$commit" "${name#  }" "$seconds" "$result" >>target/test-steps.jsonl
+  done <"$STEP_TIMES.all"
+  rm -f "$STEP_TIMES" "$STEP_TIMES.main" "$STEP_TIMES.all"
 }
 trap report EXIT
 

@@ -11,6 +11,8 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
 );
 
 async fn rolled_back_tasks_never_run_and_committed_ones_run_once(db: TestDatabase) {
+    /// Tasks rolled back, and as many committed, while the runtime claims.
+    const TASKS: u64 = 300;
     let mut bundle = setup(db).await;
     testing::create_effect_table(&bundle.db.conn).await;
     let mut registry = Registry::new();
@@ -18,26 +20,26 @@ async fn rolled_back_tasks_never_run_and_committed_ones_run_once(db: TestDatabas
     let runtime = bundle.start("rollback", registry).await;
 
     // One task per transaction, as a request handler would; half roll back.
-    for _ in 0..1000 {
+    for _ in 0..TASKS {
         let mut txn = bundle.store.begin_queue().await.unwrap();
         txn.enqueue(new_task("test.effect")).await.unwrap();
         txn.rollback().await.unwrap();
     }
-    for _ in 0..1000 {
+    for _ in 0..TASKS {
         let mut txn = bundle.store.begin_queue().await.unwrap();
         txn.enqueue(new_task("test.effect")).await.unwrap();
         txn.commit().await.unwrap();
     }
-    bundle.wait_count(TaskStatus::Completed, 1000).await;
+    bundle.wait_count(TaskStatus::Completed, TASKS).await;
     runtime.shutdown(std::time::Duration::from_secs(5)).await;
 
     assert_eq!(
         bundle.db.scalar("SELECT COUNT(*) FROM queue_task").await,
-        1000
+        TASKS as i64
     );
     assert_eq!(
         bundle.effects().await,
-        (1000, 1000),
+        (TASKS as i64, TASKS as i64),
         "each committed task ran exactly once"
     );
 }

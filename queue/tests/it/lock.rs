@@ -35,7 +35,7 @@ async fn peer_acquires(store: &Store, name: &str) -> bool {
 
 async fn ten_pools_racing_never_hold_the_lock_twice(db: TestDatabase) {
     const CONTENDERS: usize = 10;
-    const ACQUISITIONS: usize = 1_000;
+    const ACQUISITIONS: usize = 300;
     let holding = Arc::new(AtomicUsize::new(0));
     let acquired = Arc::new(AtomicUsize::new(0));
     let mut racers = tokio::task::JoinSet::new();
