@@ -98,12 +98,23 @@ async fn a_broker_restart_loses_and_doubles_no_task(db: TestDatabase) {
         return;
     };
     let (phase, phases) = watch::channel(Phase::Up);
+    // Tasks enqueued while the broker was down: the restart waits for a few, since stopping
+    // the broker may take as long as the stream's first 60 tasks on a loaded machine.
+    let (down_enqueued, down_count) = watch::channel(0_usize);
     let stream = async {
         let mut committed = Vec::new();
         let mut enqueued_in = HashMap::<Phase, usize>::new();
         for index in 0..200 {
             if index == 40 {
                 phase.send_replace(Phase::Stopping);
+            }
+            if index == 100 {
+                let mut phases = phases.clone();
+                let down = phases.wait_for(|phase| *phase >= Phase::Down);
+                tokio::time::timeout(PATIENCE, down)
+                    .await
+                    .expect("the broker stops")
+                    .expect("the restart goes on");
             }
             // At least 50 tasks after the restart, however long it takes.
             if index == 150 {
@@ -117,6 +128,9 @@ async fn a_broker_restart_loses_and_doubles_no_task(db: TestDatabase) {
             let now = *phases.borrow();
             committed.push(setup.enqueue().await);
             *enqueued_in.entry(now).or_default() += 1;
+            if now == Phase::Down {
+                down_enqueued.send_modify(|count| *count += 1);
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         (committed, enqueued_in)
@@ -127,6 +141,8 @@ async fn a_broker_restart_loses_and_doubles_no_task(db: TestDatabase) {
         let stopped = BrokerStopped::stop(&setup.queue.url).await;
         phase.send_replace(Phase::Down);
         tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut down_count = down_count.clone();
+        let _ = down_count.wait_for(|count| *count >= 5).await;
         stopped.start().await;
         phase.send_replace(Phase::Back);
     };
@@ -238,8 +254,8 @@ async fn a_consumer_whose_connection_goes_silent_connects_again() {
     setup.finish().await;
 }
 
-/// Where the broker restart has got to, as the task stream sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Where the broker restart has got to, as the task stream sees it (in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Phase {
     Up,
     Stopping,
