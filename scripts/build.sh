@@ -14,23 +14,23 @@ cd "$(dirname "$0")/.."
 mode="${1:-debug}"
 [ -n "${BULKQ_LINT:-}" ] && source scripts/lint-env.sh
 
+# The site from the frontend built with cargo profile $1 (`dev` or `wasm-release`, whose
+# module wasm-opt then shrinks).
 site() {
-  local profile=$1 cargo_profile wasm_opt=()
-  cargo_profile=dev
-  if [ "$profile" = release ]; then
-    cargo_profile=wasm-release
+  local cargo_profile=$1 out_dir=$1 wasm_opt=()
+  if [ "$cargo_profile" = dev ]; then
+    out_dir=debug
+  else
     wasm_opt=(--wasm-opt .tools/node_modules/.bin/wasm-opt)
   fi
   cargo build --quiet -p frontend --lib --target wasm32-unknown-unknown --profile "$cargo_profile"
-  local out_dir=$profile
-  [ "$cargo_profile" = dev ] && out_dir=debug
   cargo run --quiet -p site-builder -- \
     "target/wasm32-unknown-unknown/$out_dir/frontend.wasm" target/site "${wasm_opt[@]}"
 }
 
 case "$mode" in
-  debug) site debug; cargo build --quiet -p server --bin bulkq ;;
-  release) site release; cargo build --quiet --release -p server --bin bulkq ;;
-  site) site debug ;;
+  debug) site dev; cargo build --quiet -p server --bin bulkq ;;
+  release) site wasm-release; cargo build --quiet --release -p server --bin bulkq ;;
+  site) site dev ;;
   *) echo "usage: $0 [debug|release|site]" >&2; exit 2 ;;
 esac

@@ -63,16 +63,17 @@ pub async fn postgres_admin_url() -> Option<String> {
 }
 
 impl TestDatabase {
-    /// Creates a fresh database holding the schema `M` migrates to, copied from a template
-    /// (see `template`); `None` only for an unreachable PostgreSQL.
+    /// Creates a fresh database holding the schema `M` migrates to (on PostgreSQL a copy of
+    /// a template, see `template`); `None` only for an unreachable PostgreSQL.
     pub async fn create<M: MigratorTrait>(backend: Backend) -> Option<Self> {
         let (url, cleanup) = match backend {
             Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("create a temporary directory");
-                let path = dir.path().join("test.db");
-                template::copy_sqlite::<M>(&path).await;
-                let url = format!("sqlite://{}?mode=rwc", path.display());
-                (url, Cleanup::Sqlite(dir))
+                let (url, cleanup) = new_database(backend).await?;
+                // Before the pool opens: see `database::migrate`.
+                crate::database::migrate::<M>(&url)
+                    .await
+                    .expect("apply migrations");
+                (url, cleanup)
             }
             Backend::Postgres => {
                 let admin_url = postgres_admin_url().await?;

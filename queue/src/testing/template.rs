@@ -1,12 +1,11 @@
-//! Migrated template databases: each test database is a copy of one, so a test pays for a
-//! file copy (SQLite) or `CREATE DATABASE … TEMPLATE` (PostgreSQL) instead of running every
-//! migration again. A template is made once per migrator and test binary: its key covers the
-//! migrations' names and the running executable, so a rebuilt binary (with edited
-//! migrations, say) never copies a stale schema. Templates older than [`STALE_AFTER`] are
-//! removed by whichever test makes a new one.
+//! Migrated PostgreSQL template databases: each PostgreSQL test database is a copy of one
+//! (`CREATE DATABASE … TEMPLATE`), so a test does not run every migration again (SQLite
+//! migrates a new file in a fraction of that time). A template is made once per migrator and
+//! test binary: its key covers the migrations' names and the running executable, so a
+//! rebuilt binary (with edited migrations, say) never copies a stale schema. Templates older
+//! than [`STALE_AFTER`] are removed by whichever test makes a new one.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
@@ -14,14 +13,12 @@ use sea_orm_migration::MigratorTrait;
 use uuid::Uuid;
 
 use super::database::replace_database_name;
-use crate::database::{connect, migrate};
+use crate::database::migrate;
 
 /// How long a template outlives the build that made it.
 const STALE_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Template databases on a PostgreSQL server: `bulkq_tpl_<key>_<unix seconds>`.
 const POSTGRES_PREFIX: &str = "bulkq_tpl_";
-/// Where SQLite templates are kept: `<temp dir>/bulkq-test-templates/<key>.db`.
-const SQLITE_DIR: &str = "bulkq-test-templates";
 
 /// A name for the schema `M` builds, as the running test binary has it.
 fn key<M: MigratorTrait>() -> String {
@@ -41,55 +38,6 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs())
-}
-
-/// Copies the SQLite template for `M` to `path`, making the template first if need be.
-pub(super) async fn copy_sqlite<M: MigratorTrait>(path: &Path) {
-    let dir = std::env::temp_dir().join(SQLITE_DIR);
-    std::fs::create_dir_all(&dir).expect("create the SQLite template directory");
-    let template = dir.join(format!("{}.db", key::<M>()));
-    if !template.exists() {
-        make_sqlite_template::<M>(&dir, &template).await;
-    }
-    std::fs::copy(&template, path).expect("copy the SQLite template");
-}
-
-/// Migrates a database of its own, folds its WAL into the file (which stays in WAL mode, as
-/// every database of the product is) and renames the file into place: a test racing this
-/// one either finds no template and makes its own, or finds a whole one.
-async fn make_sqlite_template<M: MigratorTrait>(dir: &Path, template: &Path) {
-    remove_stale_files(dir);
-    let scratch = tempfile::tempdir_in(dir).expect("create a scratch directory");
-    let file = scratch.path().join("migrated.db");
-    let url = format!("sqlite://{}?mode=rwc", file.display());
-    migrate::<M>(&url).await.expect("apply migrations");
-    let conn = connect(&url, 1).await.expect("open the migrated database");
-    conn.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)")
-        .await
-        .expect("fold the WAL into the database file");
-    let _ = conn.close().await;
-    std::fs::rename(&file, template).expect("put the template in place");
-}
-
-/// Removes SQLite templates (and pieces of unfinished ones) older than [`STALE_AFTER`].
-fn remove_stale_files(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let stale = entry
-            .metadata()
-            .and_then(|meta| meta.modified())
-            .is_ok_and(|modified| modified.elapsed().unwrap_or_default() > STALE_AFTER);
-        if stale {
-            let path: PathBuf = entry.path();
-            let _ = if path.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-        }
-    }
 }
 
 /// The key of the advisory lock under which templates are made and removed ("bulkq tp").
