@@ -49,16 +49,16 @@ for s in sockets: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in sockets])' $((2 * E2E_WORKERS)))
 
 export BULKQ_LOG=warn
-export E2E_STAFF_PASSWORD="staff-$RANDOM-$RANDOM" E2E_ADMIN_PASSWORD="admin-$RANDOM-$RANDOM"
-export E2E_OTHER_PASSWORD="other-$RANDOM-$RANDOM" E2E_EXPLORER_PASSWORD="explorer-$RANDOM-$RANDOM"
-export E2E_NEWCOMER_PASSWORD="newcomer-$RANDOM-$RANDOM"
+export E2E_STAFF_PASSWORD="staff-password-$RANDOM-$RANDOM" E2E_ADMIN_PASSWORD="admin-password-$RANDOM-$RANDOM"
+export E2E_OTHER_PASSWORD="other-password-$RANDOM-$RANDOM" E2E_EXPLORER_PASSWORD="explorer-password-$RANDOM-$RANDOM"
+export E2E_NEWCOMER_PASSWORD="newcomer-password-$RANDOM-$RANDOM"
 
 # A database with the test users, the same for every server.
 prepare_database() {
   "$bin" migrate >/dev/null
-  "$bin" create-user --username e2e-staff --display-name "Erin Staff" --role staff \
+  "$bin" user create --username e2e-staff --display-name "Erin Staff" --role staff \
     --password "$E2E_STAFF_PASSWORD" >/dev/null
-  "$bin" create-user --username e2e-admin --display-name "Ari Admin" --role admin \
+  "$bin" user create --username e2e-admin --display-name "Ari Admin" --role admin \
     --password "$E2E_ADMIN_PASSWORD" >/dev/null
   # The seed makes the staff users existing now the coaches of about four in five people,
   # so e2e-staff coaches those and may act on everyone (the rest are unassigned).
@@ -66,11 +66,11 @@ prepare_database() {
   # Created after the seed, so these coach nobody. e2e-other owns the tasks that e2e-staff
   # must not see. e2e-explorer and e2e-newcomer each belong to one flow, which so knows all
   # their tasks: explorer.spec.ts's own, and none at all (my-tasks.spec.ts).
-  "$bin" create-user --username e2e-other --display-name "Olu Other" --role staff \
+  "$bin" user create --username e2e-other --display-name "Olu Other" --role staff \
     --password "$E2E_OTHER_PASSWORD" >/dev/null
-  "$bin" create-user --username e2e-explorer --display-name "Eli Explorer" --role staff \
+  "$bin" user create --username e2e-explorer --display-name "Eli Explorer" --role staff \
     --password "$E2E_EXPLORER_PASSWORD" >/dev/null
-  "$bin" create-user --username e2e-newcomer --display-name "Nia Newcomer" --role admin \
+  "$bin" user create --username e2e-newcomer --display-name "Nia Newcomer" --role admin \
     --password "$E2E_NEWCOMER_PASSWORD" >/dev/null
 }
 

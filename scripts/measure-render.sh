@@ -16,15 +16,15 @@ workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 for url in "$@"; do
   echo "=== $url"
-  "$bin" --database-url "$url" --log-level warn create-user --username render-bench \
-    --role staff --password render-bench-pw >/dev/null 2>&1
+  "$bin" --database-url "$url" --log-level warn user create --username render-bench \
+    --role staff --password pages-render-password >/dev/null 2>&1
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$bin" --database-url "$url" --log-level warn serve --listen "127.0.0.1:$port" \
     --exports-dir "$workdir/exports" --outbox-dir "$workdir/outbox" >"$workdir/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
   jar="$workdir/cookies"
-  curl -s -c "$jar" -o /dev/null -d 'username=render-bench&password=render-bench-pw' \
+  curl -s -c "$jar" -o /dev/null -d 'username=render-bench&password=pages-render-password' \
     "http://127.0.0.1:$port/api/sign_in"
   for path in "/" "/?q=ada" "/?status=GRADUATED&page=999"; do
     times=()

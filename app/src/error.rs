@@ -26,6 +26,9 @@ pub enum AppError {
     /// 403: signed in, but this is for someone else; the message says who.
     #[error("{0}")]
     Forbidden(String),
+    /// 403: the user's password was reset; nothing but choosing a new one is allowed.
+    #[error("Choose a new password first (on your account page).")]
+    PasswordChangeRequired,
     /// 404: nothing by that id, or nothing the user may know exists; names what.
     #[error("{0} not found.")]
     NotFound(String),
@@ -100,7 +103,7 @@ impl AppError {
         match self {
             AppError::BadRequest(_) | AppError::Transport(_) => 400,
             AppError::Unauthenticated | AppError::BadCredentials => 401,
-            AppError::Forbidden(_) => 403,
+            AppError::Forbidden(_) | AppError::PasswordChangeRequired => 403,
             AppError::NotFound(_) => 404,
             AppError::Conflict(_) => 409,
             AppError::Gone(_) => 410,

@@ -25,12 +25,14 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
 use crate::pages::{
+    account::AccountPage,
     caseload::CaseloadPage,
     not_found::NotFound,
     queue_health::QueueHealthPage,
     sign_in::SignInPage,
     task_detail::TaskDetailPage,
     tasks::{AllTasksPage, MyTasksPage},
+    users::UsersPage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -89,6 +91,12 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=CaseloadPage />
                 <Route path=StaticSegment("login") view=SignInPage />
                 <Route path=StaticSegment("tasks") view=MyTasksPage />
+                <Route path=StaticSegment("account") view=AccountPage />
+                <Route
+                    path=(StaticSegment("admin"), StaticSegment("users"))
+                    view=UsersPage
+                    ssr=SsrMode::Async
+                />
                 <Route path=(StaticSegment("admin"), StaticSegment("tasks")) view=AllTasksPage />
                 // Rendered whole before anything is sent, so a staff visitor's 403 can still
                 // set the status (a streamed page would already have sent 200).

@@ -119,7 +119,7 @@ async fn coaches(db: &DatabaseConnection) -> Result<Vec<Uuid>, Box<dyn std::erro
                 username: format!("coach{n}"),
                 display_name: format!("Coach {n}"),
                 role: Role::Staff,
-                password: "scale-password".into(),
+                password: "scale-password-long".into(),
             },
         )
         .await?;
@@ -319,7 +319,7 @@ async fn admin(db: &DatabaseConnection) -> Result<StaffUser, Box<dyn std::error:
             username: format!("scale-admin-{}", Uuid::now_v7().simple()),
             display_name: "Scale admin".into(),
             role: Role::Admin,
-            password: "scale-password".into(),
+            password: "scale-password-long".into(),
         },
     )
     .await?)

@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::MAX_BATCH;
-use crate::entity::person;
-use crate::users::{Role, find_user};
+use crate::entity::{person, staff_user};
+use crate::users::Role;
 
 /// The staff user an operation acts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,14 +29,19 @@ pub struct Actor {
 }
 
 impl Actor {
-    /// Loads the `run_as` user; a task whose user has since been deleted may do nothing.
+    /// Loads the `run_as` user; a task whose user has since been deleted or disabled may do
+    /// nothing.
     pub async fn load<C: ConnectionTrait>(db: &C, user_id: Uuid) -> Result<Self, CaseloadError> {
-        let user = find_user(db, user_id)
+        let user = staff_user::Entity::find_by_id(user_id)
+            .one(db)
             .await?
             .ok_or(CaseloadError::UnknownUser(user_id))?;
+        if user.disabled_at.is_some() {
+            return Err(CaseloadError::UserDisabled(user.username));
+        }
         Ok(Actor {
             id: user.id,
-            role: user.role,
+            role: user.role.parse()?,
         })
     }
 

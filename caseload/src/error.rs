@@ -18,6 +18,9 @@ pub enum CaseloadError {
     /// A staff user id that names nobody (a task's `run_as` deleted since it was submitted).
     #[error("unknown staff user {0}")]
     UnknownUser(uuid::Uuid),
+    /// The staff user a task runs as was disabled by an admin: the task may do nothing more.
+    #[error("the account of {0:?} is disabled, so its tasks no longer run")]
+    UserDisabled(String),
     /// Writing an export file failed.
     #[error("export file: {0}")]
     Io(#[from] std::io::Error),
@@ -31,5 +34,11 @@ pub(crate) fn first_problem(problems: Vec<(&'static str, String)>) -> Result<(),
     match problems.into_iter().next() {
         Some((_, message)) => Err(CaseloadError::Invalid(message)),
         None => Ok(()),
+    }
+}
+
+impl From<bulkq_types::accounts::UnknownRole> for CaseloadError {
+    fn from(error: bulkq_types::accounts::UnknownRole) -> Self {
+        CaseloadError::Invalid(error.to_string())
     }
 }

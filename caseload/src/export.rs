@@ -169,8 +169,8 @@ impl CsvExport {
 }
 
 /// Prefixes `'` to a cell a spreadsheet would evaluate as a formula.
-fn defuse_formula(cell: String) -> String {
-    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+pub fn defuse_formula(cell: String) -> String {
+    if bulkq_types::person_records::looks_like_a_formula(&cell) {
         format!("'{cell}")
     } else {
         cell

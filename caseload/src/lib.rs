@@ -3,7 +3,9 @@
 //!
 //! # Layout
 //! - [`entity`]: SeaORM entities for the caseload tables (created by the `migration` crate).
-//! - [`users`]: staff users, roles and password checks (argon2).
+//! - [`users`]: staff users, roles, password checks (argon2), accounts and API tokens.
+//! - [`people_sync`]: people brought in from the school's records and kept in step;
+//!   [`people_import`]: the same from an uploaded CSV file, by a queue task.
 //! - [`search`]: the caseload search (filters, sort, server-side paging).
 //! - [`seed`]: the deterministic demo/benchmark data generator.
 //! - [`statuses`]: program statuses.
@@ -20,6 +22,8 @@ pub mod entity;
 pub mod error;
 pub mod export;
 mod once_per_task;
+pub mod people_import;
+pub mod people_sync;
 pub mod search;
 pub mod seed;
 pub mod status_change;

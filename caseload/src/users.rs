@@ -1,50 +1,24 @@
-//! Staff users: creation, roles and password checks.
+//! Staff users: creation, roles and password checks; what admins do to accounts is in
+//! [`accounts`], personal API tokens in [`tokens`].
 //!
-//! Passwords are hashed with argon2 (see `password`).
+//! Passwords are hashed with argon2 (see `password`) and must pass [`password_policy`].
 
+pub mod accounts;
 mod password;
+pub mod password_policy;
+pub mod tokens;
 
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use bulkq_types::text::{Lines, control_character_problem};
+
 use crate::CaseloadError;
 use crate::entity::staff_user;
 use password::{hash_password, unknown_user_hash, verify_password};
 
-/// What a staff user may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Searches the caseload and submits bulk actions; sees only their own tasks.
-    Staff,
-    /// Everything staff can do, plus queue health and repair of anyone's tasks.
-    Admin,
-}
-
-impl Role {
-    /// The value stored in `staff_user.role`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Staff => "staff",
-            Role::Admin => "admin",
-        }
-    }
-}
-
-impl std::str::FromStr for Role {
-    type Err = CaseloadError;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match value {
-            "staff" => Ok(Role::Staff),
-            "admin" => Ok(Role::Admin),
-            other => Err(CaseloadError::Invalid(format!(
-                "unknown role {other:?} (expected staff or admin)"
-            ))),
-        }
-    }
-}
+pub use bulkq_types::accounts::Role;
 
 /// A staff user as the rest of the product sees them: never with the password hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +27,8 @@ pub struct StaffUser {
     pub username: String,
     pub display_name: String,
     pub role: Role,
+    /// A password reset was the last change: nothing but choosing a new one is allowed.
+    pub must_change_password: bool,
 }
 
 impl StaffUser {
@@ -72,6 +48,7 @@ impl TryFrom<staff_user::Model> for StaffUser {
             role: row.role.parse()?,
             username: row.username,
             display_name: row.display_name,
+            must_change_password: row.must_change_password,
         })
     }
 }
@@ -85,8 +62,8 @@ pub struct NewStaffUser {
     pub password: String,
 }
 
-/// The shortest password `create_user` accepts.
-pub const MIN_PASSWORD_LEN: usize = 8;
+/// The longest username or display name.
+pub const MAX_NAME_LEN: usize = 64;
 
 /// Creates a staff user with an argon2-hashed password.
 pub async fn create_user<C: ConnectionTrait>(
@@ -94,37 +71,50 @@ pub async fn create_user<C: ConnectionTrait>(
     new: NewStaffUser,
 ) -> Result<StaffUser, CaseloadError> {
     let username = new.username.trim().to_owned();
-    if username.is_empty() || username.len() > 64 {
-        return Err(CaseloadError::Invalid(
-            "a username must have 1 to 64 characters".into(),
-        ));
-    }
-    if new.password.chars().count() < MIN_PASSWORD_LEN {
+    if username.is_empty() || username.chars().count() > MAX_NAME_LEN {
         return Err(CaseloadError::Invalid(format!(
-            "a password must have at least {MIN_PASSWORD_LEN} characters"
+            "a username must have 1 to {MAX_NAME_LEN} characters"
         )));
     }
+    if let Some(problem) = control_character_problem(&username, Lines::One)
+        .or_else(|| control_character_problem(&new.display_name, Lines::One))
+    {
+        return Err(CaseloadError::Invalid(format!("names: {problem}")));
+    }
+    if new.display_name.chars().count() > MAX_NAME_LEN {
+        return Err(CaseloadError::Invalid(format!(
+            "a display name must have at most {MAX_NAME_LEN} characters"
+        )));
+    }
+    password_policy::check(&new.password, &username)?;
     if find_by_username(db, &username).await?.is_some() {
         return Err(CaseloadError::UsernameTaken(username));
     }
     let password_hash = hash_password(new.password).await?;
+    let display_name = match new.display_name.trim() {
+        "" => username.clone(),
+        name => name.to_owned(),
+    };
     let row = staff_user::ActiveModel {
         id: Set(Uuid::now_v7()),
         username: Set(username),
-        display_name: Set(new.display_name),
+        display_name: Set(display_name),
         role: Set(new.role.as_str().to_owned()),
         password_hash: Set(password_hash),
         created_at: Set(chrono::Utc::now()),
+        disabled_at: Set(None),
+        must_change_password: Set(false),
     }
     .insert(db)
     .await?;
     row.try_into()
 }
 
-/// The user with these credentials, or `None` when the username or password is wrong.
+/// The user with these credentials, or `None` when the username or password is wrong or the
+/// account is disabled.
 ///
 /// An unknown username still costs one hash verification, so response time does not reveal
-/// which usernames exist.
+/// which usernames exist (nor does a disabled account).
 pub async fn authenticate<C: ConnectionTrait>(
     db: &C,
     username: &str,
@@ -137,17 +127,19 @@ pub async fn authenticate<C: ConnectionTrait>(
     };
     let matches = verify_password(password.to_owned(), stored_hash).await?;
     match row {
-        Some(row) if matches => Ok(Some(row.try_into()?)),
+        Some(row) if matches && row.disabled_at.is_none() => Ok(Some(row.try_into()?)),
         _ => Ok(None),
     }
 }
 
-/// The user with this id, if they still exist.
+/// The user with this id, if they still exist and are not disabled: who a session, a token
+/// or a stream may still act as.
 pub async fn find_user<C: ConnectionTrait>(
     db: &C,
     id: Uuid,
 ) -> Result<Option<StaffUser>, CaseloadError> {
     staff_user::Entity::find_by_id(id)
+        .filter(staff_user::Column::DisabledAt.is_null())
         .one(db)
         .await?
         .map(StaffUser::try_from)
@@ -184,7 +176,7 @@ pub async fn ids_with_role<C: ConnectionTrait>(
         .await?)
 }
 
-async fn find_by_username<C: ConnectionTrait>(
+pub(crate) async fn find_by_username<C: ConnectionTrait>(
     db: &C,
     username: &str,
 ) -> Result<Option<staff_user::Model>, CaseloadError> {
@@ -194,12 +186,12 @@ async fn find_by_username<C: ConnectionTrait>(
         .await?)
 }
 
-/// A random 16-character alphanumeric password, for generated accounts.
+/// A random 20-character alphanumeric password, for generated accounts and resets.
 pub fn generate_password() -> String {
     use rand::Rng;
     rand::rng()
         .sample_iter(rand::distr::Alphanumeric)
-        .take(16)
+        .take(20)
         .map(char::from)
         .collect()
 }

@@ -1,5 +1,5 @@
 import AxeBuilder from '@axe-core/playwright';
-import { expect, Page } from '@playwright/test';
+import { Browser, expect, Page, TestInfo } from '@playwright/test';
 import { hydrated, pageAs, screenshot, test, users } from './helpers';
 
 const widths = { desktop: { width: 1280, height: 800 }, phone: { width: 375, height: 740 } };
@@ -21,29 +21,15 @@ async function expectNoSidewaysScroll(page: Page, what: string) {
   expect(overflow, `${what} is ${overflow}px wider than the window`).toBeLessThanOrEqual(1);
 }
 
-test('every page passes axe-core in light and dark, at desktop and phone widths', async ({ browser }, testInfo) => {
-  test.setTimeout(180_000);
-  // A colleague's task, waiting until tomorrow, for the task page (admins see anyone's).
-  const owner = await pageAs(browser, users.other);
-  await owner.goto('/tasks');
-  await hydrated(owner);
-  const taskId = await owner.evaluate(async () => {
-    const response = await fetch('/api/1/caseload/watches', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ all: true, run_at: new Date(Date.now() + 24 * 3600_000).toISOString() }),
-    });
-    return (await response.json()).id as string;
-  });
-  const pages = ['/', '/tasks', '/admin/tasks', `/tasks/${taskId}`, '/admin/queue', '/no-such-page'];
-  const origin = new URL(owner.url()).origin;
-
-  // One page for all: the theme comes with each load, and a width needs only a resize (the
-  // layout is CSS alone; no script reads the width), so each page is loaded once per theme.
+/** Loads each of `paths` as an admin in both themes and checks it at both widths. One page
+ * for all: the theme comes with each load, and a width needs only a resize (the layout is
+ * CSS alone; no script reads the width), so each page is loaded once per theme. */
+async function checkPages(browser: Browser, paths: string[], testInfo: TestInfo) {
   const admin = await pageAs(browser, users.admin);
+  const origin = new URL(admin.url()).origin;
   for (const theme of themes) {
     await admin.context().addCookies([{ name: 'bulkq_theme', value: theme, url: origin }]);
-    for (const path of pages) {
+    for (const path of paths) {
       await admin.goto(path);
       await hydrated(admin);
       await expect(admin.locator('html')).toHaveAttribute('data-theme', theme);
@@ -56,8 +42,38 @@ test('every page passes axe-core in light and dark, at desktop and phone widths'
       }
     }
   }
+}
 
-  // Signed out: the sign-in page.
+// One test per page, so each has its own time budget and the two workers share them.
+for (const path of ['/', '/tasks', '/admin/tasks', '/admin/queue', '/admin/users', '/account', '/no-such-page']) {
+  test(`${path} passes axe-core in light and dark, at desktop and phone widths`, async ({ browser }, testInfo) => {
+    test.setTimeout(120_000);
+    await checkPages(browser, [path], testInfo);
+  });
+}
+
+test('a task page passes axe-core in light and dark, at desktop and phone widths', async ({ browser }, testInfo) => {
+  test.setTimeout(120_000);
+  // A colleague's task, waiting until tomorrow (admins see anyone's).
+  const owner = await pageAs(browser, users.other);
+  await owner.goto('/tasks');
+  await hydrated(owner);
+  const taskId = await owner.evaluate(async () => {
+    const response = await fetch('/api/1/caseload/watches', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ all: true, run_at: new Date(Date.now() + 24 * 3600_000).toISOString() }),
+    });
+    return (await response.json()).id as string;
+  });
+  await checkPages(browser, [`/tasks/${taskId}`], testInfo);
+  await owner.evaluate(async (id) => {
+    await fetch(`/api/1/tasks/${id}/cancel`, { method: 'POST' });
+  }, taskId);
+});
+
+test('the sign-in page passes axe-core in light and dark at phone width', async ({ browser }) => {
+  const origin = new URL((await pageAs(browser, users.admin)).url()).origin;
   for (const theme of themes) {
     const context = await browser.newContext({ viewport: widths.phone });
     await context.addCookies([{ name: 'bulkq_theme', value: theme, url: origin }]);
@@ -68,10 +84,6 @@ test('every page passes axe-core in light and dark, at desktop and phone widths'
     await expectNoSidewaysScroll(page, `/login (${theme}, phone)`);
     await context.close();
   }
-
-  await owner.evaluate(async (id) => {
-    await fetch(`/api/1/tasks/${id}/cancel`, { method: 'POST' });
-  }, taskId);
 });
 
 test('the theme follows the system until the toggle picks one, and the pick is remembered', async ({ browser }, testInfo) => {

@@ -31,9 +31,10 @@ test('staff cancel their running email; it stops with what it did', async ({ bro
 
 test('an admin requeues a running email at once; it finishes without mailing anyone twice', async ({ browser }, testInfo) => {
   test.setTimeout(90_000);
+  // The admin's page is open before the email starts its 6 s of sending.
+  const admin = await pageAs(browser, users.admin);
   const staff = await pageAs(browser, users.staff);
   const taskId = await emailPeople(staff, 1, '[relay-slow] Requeue while sending');
-  const admin = await pageAs(browser, users.admin);
   await admin.goto(`/tasks/${taskId}`);
   await hydrated(admin);
   await expect(admin.getByTestId('task-status')).toHaveText('EXECUTING', { timeout: 20_000 });

@@ -17,7 +17,7 @@ test('every page hydrates under its Content Security Policy with nothing blocked
       );
     });
   });
-  for (const path of ['/', '/tasks', '/admin/queue', '/?q=a&page=2']) {
+  for (const path of ['/', '/tasks', '/admin/queue', '/admin/users', '/account', '/?q=a&page=2']) {
     const response = await page.goto(path);
     const policy = response?.headers()['content-security-policy'] ?? '';
     expect(policy, path).toContain("frame-ancestors 'none'");

@@ -14,6 +14,9 @@ mod m20261121_000022_name_order_indexes;
 mod m20261121_000040_postgres_contains_table;
 mod m20261122_000041_sqlite_sort_keys;
 mod m20261122_000042_drop_unused_person_indexes;
+mod m20261128_000170_staff_accounts;
+mod m20261128_000180_retired_status;
+mod m20261128_000190_people_imports;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -57,6 +60,9 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261127_000140_counted_claims::Migration),
             Box::new(queue::schema::m20261128_000150_pages_a_third_full::Migration),
             Box::new(queue::schema::m20261128_000160_derived_columns_kept_by_triggers::Migration),
+            Box::new(m20261128_000170_staff_accounts::Migration),
+            Box::new(m20261128_000180_retired_status::Migration),
+            Box::new(m20261128_000190_people_imports::Migration),
         ]
     }
 }

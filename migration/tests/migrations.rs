@@ -17,7 +17,7 @@ async fn apply_roll_back_and_reapply(db: TestDatabase) {
             .unwrap()
             .is_empty()
     );
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 6);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 7);
 
     Migrator::down(&conn, None)
         .await
@@ -30,6 +30,6 @@ async fn apply_roll_back_and_reapply(db: TestDatabase) {
     Migrator::up(&conn, None)
         .await
         .expect("re-apply every migration");
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 6);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 7);
     assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 0);
 }

@@ -1,11 +1,12 @@
-//! Sends anonymous visitors of any page to the sign-in page, and signed-in visitors of the
-//! sign-in page to the caseload.
+//! Sends anonymous visitors of any page to the sign-in page, signed-in visitors of the
+//! sign-in page to the caseload, and users who must choose a new password to their account
+//! page.
 //!
 //! Pages are gated here, once, rather than in each component, so a new page cannot forget it.
 //! Server functions are not redirected: they check the user themselves and answer 401, which
 //! is what an API client needs.
 
-use app::api::ssr::SESSION_USER_ID;
+use app::api::ssr::{SESSION_MUST_CHANGE_PASSWORD, SESSION_USER_ID};
 use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::Next;
@@ -15,6 +16,8 @@ use uuid::Uuid;
 
 /// Where anonymous visitors are sent.
 pub const SIGN_IN_PATH: &str = "/login";
+/// Where a user who must choose a new password is sent.
+pub const ACCOUNT_PATH: &str = "/account";
 
 /// Paths anyone may fetch: [`is_asset_or_probe`] and the server functions.
 fn is_public(path: &str) -> bool {
@@ -38,10 +41,17 @@ pub async fn require_sign_in(session: Session, request: Request, next: Next) -> 
         return next.run(request).await;
     }
     let signed_in = matches!(session.get::<Uuid>(SESSION_USER_ID).await, Ok(Some(_)));
-    match (signed_in, path == SIGN_IN_PATH) {
-        (false, false) => Redirect::to(SIGN_IN_PATH).into_response(),
-        (true, true) => Redirect::to("/").into_response(),
-        _ => next.run(request).await,
+    let must_change_password = matches!(
+        session.get::<bool>(SESSION_MUST_CHANGE_PASSWORD).await,
+        Ok(Some(true))
+    );
+    match (signed_in, path) {
+        (false, SIGN_IN_PATH) => next.run(request).await,
+        (false, _) => Redirect::to(SIGN_IN_PATH).into_response(),
+        (true, SIGN_IN_PATH) => Redirect::to("/").into_response(),
+        (true, ACCOUNT_PATH) => next.run(request).await,
+        (true, _) if must_change_password => Redirect::to(ACCOUNT_PATH).into_response(),
+        (true, _) => next.run(request).await,
     }
 }
 

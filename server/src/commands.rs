@@ -13,13 +13,13 @@ use axum::Router;
 use caseload::actions::ActionsConfig;
 use caseload::email::Mailer;
 use caseload::seed::{SeedOptions, seed_people};
-use caseload::users::{NewStaffUser, Role, create_user, generate_password};
+use caseload::users::Role;
 use migration::Migrator;
 use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport, Store};
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
-use crate::config::{CreateUserArgs, SeedArgs, ServeOptions};
+use crate::config::{SeedArgs, ServeOptions};
 use crate::queue_threads::QueueThreads;
 use crate::smtp_settings::{MailSettings, PASSWORD_ENV};
 use crate::{demo, site, web};
@@ -99,9 +99,7 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
     }
     let leptos_options = site::leptos_options(&site_root, options.listen);
     let people_store = runtime.store().on_pool(people_db.clone());
-    tokio::spawn(delete_expired_sessions(DatabaseSessionStore::new(
-        people_store.clone(),
-    )));
+    tokio::spawn(delete_expired_sessions(people_store.clone()));
     let mut state = AppState::new(
         people_db,
         people_store,
@@ -112,6 +110,7 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
         },
     );
     state.login_throttle = Arc::new(LoginThrottle::new(options.concurrent_password_hashes));
+    state.secure_cookies = options.secure_cookies;
     let router = web::router(
         state,
         leptos_options,
@@ -264,38 +263,18 @@ pub async fn seed(database_url: &str, args: SeedArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `create-user`.
-pub async fn create_user_command(database_url: &str, args: CreateUserArgs) -> anyhow::Result<()> {
-    let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
-    let role: Role = args.role.parse()?;
-    let (password, generated) = match args.password {
-        Some(password) => (password, false),
-        None => (generate_password(), true),
-    };
-    let user = create_user(
-        &db,
-        NewStaffUser {
-            display_name: args.display_name.unwrap_or_else(|| args.username.clone()),
-            username: args.username,
-            role,
-            password: password.clone(),
-        },
-    )
-    .await?;
-    println!("Created {} user {:?}.", role.as_str(), user.username);
-    if generated {
-        println!("Password: {password}");
-    }
-    Ok(())
-}
-
-/// Deletes expired sessions now and then, so the table does not grow without bound.
-async fn delete_expired_sessions(store: DatabaseSessionStore) {
+/// Deletes expired sessions and recovered sign-in limits now and then, so the tables do
+/// not grow without bound.
+async fn delete_expired_sessions(store: Store) {
+    let sessions = DatabaseSessionStore::new(store.clone());
     let mut tick = tokio::time::interval(SESSION_CLEANUP_INTERVAL);
     loop {
         tick.tick().await;
-        if let Err(error) = store.delete_expired().await {
+        if let Err(error) = sessions.delete_expired().await {
             tracing::warn!(%error, "deleting expired sessions failed");
+        }
+        if let Err(error) = app::api::login_throttle::delete_recovered(&store).await {
+            tracing::warn!(%error, "deleting recovered sign-in limits failed");
         }
     }
 }

@@ -51,8 +51,80 @@ pub enum Command {
     Migrate,
     /// Add generated demo people to the caseload.
     Seed(SeedArgs),
-    /// Create a staff or admin user who can sign in.
-    CreateUser(CreateUserArgs),
+    /// Manage staff accounts: list, create, disable, enable, set-role, reset-password.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Bring data in from a file.
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+/// `import ...`.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Import people from a CSV file of the school's records (UTF-8, a header row naming
+    /// the columns): preview it, then apply it as a queue task and follow it to the end.
+    People(ImportPeopleArgs),
+}
+
+/// Options of `import people`.
+#[derive(Debug, Args)]
+pub struct ImportPeopleArgs {
+    /// The CSV file.
+    pub file: PathBuf,
+    /// The admin the import acts as (recorded as who changed each person).
+    #[arg(long = "as", env = "BULKQ_IMPORT_AS")]
+    pub as_user: String,
+    /// Show what the import would do, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also retire everyone the file does not name.
+    #[arg(long)]
+    pub full_sync: bool,
+    /// Refuse a file larger than this many bytes.
+    #[arg(long, env = "BULKQ_IMPORT_MAX_BYTES", default_value_t = 512 << 20)]
+    pub max_bytes: u64,
+    /// Rows per batch (and per checkpoint).
+    #[arg(long, default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub batch_size: u64,
+    /// Write the rows that could not be imported, with their lines and reasons, to this CSV
+    /// file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// `user ...`: what admins do to staff accounts, from a shell.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// List every account with its role and state.
+    List,
+    /// Create an account; without --password it gets a one-time password to change at its
+    /// first sign-in.
+    Create(CreateUserArgs),
+    /// Disable an account: its sessions, live streams and tokens stop at once, its waiting
+    /// tasks end without running.
+    Disable(UsernameArg),
+    /// Enable a disabled account.
+    Enable(UsernameArg),
+    /// Give an account another role.
+    SetRole(SetRoleArgs),
+    /// Give an account a one-time password (ending its sessions), printed once.
+    ResetPassword(UsernameArg),
+}
+
+/// An account, by username.
+#[derive(Debug, Args)]
+pub struct UsernameArg {
+    pub username: String,
+}
+
+/// Options of `user set-role`.
+#[derive(Debug, Args)]
+pub struct SetRoleArgs {
+    pub username: String,
+    /// `staff` or `admin`.
+    pub role: String,
 }
 
 /// Options of `serve`.
@@ -246,7 +318,7 @@ pub struct SeedArgs {
     pub seed: u64,
 }
 
-/// Options of `create-user`.
+/// Options of `user create`.
 #[derive(Debug, Args)]
 pub struct CreateUserArgs {
     /// The name to sign in with.
@@ -258,7 +330,8 @@ pub struct CreateUserArgs {
     /// `staff` or `admin`.
     #[arg(long, default_value = "staff")]
     pub role: String,
-    /// The password; a random one is generated and printed when omitted.
+    /// The password; when omitted a one-time password is generated and printed, and the
+    /// user chooses their own at first sign-in.
     #[arg(long, env = "BULKQ_PASSWORD")]
     pub password: Option<String>,
 }
@@ -371,19 +444,28 @@ mod tests {
 
         let cli = Cli::try_parse_from([
             "bulkq",
-            "create-user",
+            "user",
+            "create",
             "--username",
             "kim",
             "--role",
             "admin",
         ])
         .unwrap();
-        let Some(Command::CreateUser(user)) = cli.command else {
-            panic!("expected create-user")
+        let Some(Command::User(UserCommand::Create(user))) = cli.command else {
+            panic!("expected user create")
         };
         assert_eq!(
             (user.username.as_str(), user.role.as_str()),
             ("kim", "admin")
+        );
+        let cli = Cli::try_parse_from(["bulkq", "user", "set-role", "kim", "staff"]).unwrap();
+        let Some(Command::User(UserCommand::SetRole(args))) = cli.command else {
+            panic!("expected user set-role")
+        };
+        assert_eq!(
+            (args.username.as_str(), args.role.as_str()),
+            ("kim", "staff")
         );
     }
 

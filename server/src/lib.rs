@@ -5,7 +5,8 @@
 //! # Layout
 //! - [`config`]: flags and environment (clap).
 //! - [`api`]: the versioned JSON API (`/api/1`).
-//! - [`commands`]: what each subcommand does.
+//! - [`commands`]: what each subcommand does; [`user_commands`]: `bulkq user ...`;
+//!   [`import_command`]: `bulkq import people`.
 //! - [`web`]: the router (sessions in the database through
 //!   `app::api::session_store`); [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site
 //!   checks; [`site`]: finding the built site.
@@ -24,6 +25,7 @@ pub mod config;
 pub mod csrf;
 pub mod demo;
 pub mod failsafe;
+pub mod import_command;
 pub mod memory;
 pub mod metrics;
 pub mod queue_threads;
@@ -31,4 +33,5 @@ pub mod security_headers;
 pub mod session_renewal;
 pub mod site;
 pub mod smtp_settings;
+pub mod user_commands;
 pub mod web;

@@ -1,8 +1,9 @@
 //! The `bulkq` binary: parses the command line, sets up logging and runs a subcommand.
 
 use clap::Parser;
-use server::commands;
+use server::config::ImportCommand;
 use server::config::{Cli, Command};
+use server::{commands, import_command, user_commands};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -19,6 +20,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(options) => commands::serve(&database_url, *options).await,
         Command::Migrate => commands::migrate(&database_url).await,
         Command::Seed(args) => commands::seed(&database_url, args).await,
-        Command::CreateUser(args) => commands::create_user_command(&database_url, args).await,
+        Command::User(command) => user_commands::run(&database_url, command).await,
+        Command::Import(ImportCommand::People(args)) => {
+            import_command::import_people(&database_url, args).await
+        }
     }
 }

@@ -10,6 +10,8 @@ pub const PROGRAM_STATUS_CHANGE: &str = "caseload.program_status_change";
 pub const WATCH: &str = "caseload.watch";
 pub const UNWATCH: &str = "caseload.unwatch";
 pub const EMAIL: &str = "caseload.email";
+/// The CSV import of people (an admin's task, not a bulk action on a target).
+pub const PEOPLE_IMPORT: &str = "caseload.people_import";
 
 /// The bulk actions, in the order the dashboard offers them.
 pub const ALL: [&str; 5] = [EXPORT, PROGRAM_STATUS_CHANGE, WATCH, UNWATCH, EMAIL];
@@ -22,6 +24,7 @@ pub fn action_label(component: &str) -> &str {
         WATCH => "Watch",
         UNWATCH => "Unwatch",
         EMAIL => "Email",
+        PEOPLE_IMPORT => "Import people",
         other => other,
     }
 }

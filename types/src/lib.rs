@@ -1,4 +1,5 @@
-//! The types browser and server share, and nothing that needs a database or HTTP: a task's
+//! The types browser and server share, and nothing that needs a database or HTTP: staff
+//! [`accounts`] and tokens, people from the school's records ([`person_records`]), a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
 //! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
 //! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
@@ -8,11 +9,13 @@
 //! an export column is spelt once (ADR 0036). SeaORM's derives for [`state::TaskStatus`]
 //! and OpenAPI schemas come behind the `sea-orm` and `openapi` features.
 
+pub mod accounts;
 pub mod actions;
 pub mod export;
 pub mod filter;
 pub mod node;
 pub mod people;
+pub mod person_records;
 pub mod requests;
 pub mod state;
 pub mod task;

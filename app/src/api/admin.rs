@@ -175,12 +175,8 @@ pub mod ssr_impl {
     use super::*;
     use caseload::actions::export_files::exports_disk_use;
 
-    use crate::api::ssr::{AppState, action_name, internal, require_user, state};
+    use crate::api::ssr::{AppState, action_name, internal, require_admin, state};
     use crate::api::tasks::ssr_impl::{TaskViews, task_filter};
-
-    async fn require_admin() -> Result<StaffUser, AppError> {
-        admin_only(require_user().await?)
-    }
 
     /// `user`, if an admin.
     pub fn admin_only(user: StaffUser) -> Result<StaffUser, AppError> {

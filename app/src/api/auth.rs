@@ -13,6 +13,8 @@ pub struct SignedInUser {
     pub username: String,
     pub display_name: String,
     pub is_admin: bool,
+    /// Their password was reset: the account page is all they may use until they change it.
+    pub must_change_password: bool,
 }
 
 /// Checks the credentials, starts a session for the user and sends the browser to the
@@ -49,8 +51,10 @@ mod ssr_impl {
     use leptos::prelude::use_context;
 
     use super::SignedInUser;
-    use crate::api::login_throttle::ClientAddress;
-    use crate::api::ssr::{SESSION_USER_ID, db, internal, session, state};
+    use crate::api::login_throttle::{Attempt, ClientAddress};
+    use crate::api::ssr::{
+        SESSION_MUST_CHANGE_PASSWORD, SESSION_USER_ID, db, internal, session, state,
+    };
     use crate::error::AppError;
 
     /// Longest username or password accepted at sign-in; longer input is not a real attempt.
@@ -67,18 +71,40 @@ mod ssr_impl {
             return Err(AppError::invalid(format!("Username: {problem}.")));
         }
         let state = state()?;
-        let client = client_address();
-        if !state.login_throttle.allow(&username, client) {
-            tracing::warn!(user = %username.trim(), client = ?client.0, "sign-in attempts throttled");
-            return Err(AppError::TooManyAttempts);
-        }
         let Some(_turn) = state.login_throttle.hashing_turn().await else {
             tracing::warn!("sign-in refused: every password-hashing slot stayed busy");
             return Err(AppError::Busy);
         };
-        let user = caseload::users::authenticate(&db()?, &username, &password)
-            .await?
-            .ok_or(AppError::BadCredentials)?;
+        let device_key = state
+            .login_throttle
+            .device_key(&state.store)
+            .await
+            .map_err(internal)?;
+        let parts = use_context::<http::request::Parts>();
+        let cookies = parts.iter().flat_map(|parts| {
+            parts
+                .headers
+                .get_all(http::header::COOKIE)
+                .iter()
+                .filter_map(|value| value.to_str().ok())
+        });
+        let attempt = Attempt::new(
+            &username,
+            client_address(parts.as_ref()),
+            device_key.recognise(&username, cookies),
+        );
+        let db = db()?;
+        if attempt.refused(&db).await.map_err(internal)? {
+            tracing::warn!(user = %username.trim(), ?attempt, "sign-in attempts throttled");
+            return Err(AppError::TooManyAttempts);
+        }
+        let Some(user) = caseload::users::authenticate(&db, &username, &password).await? else {
+            attempt
+                .record_failure(&state.store)
+                .await
+                .map_err(internal)?;
+            return Err(AppError::BadCredentials);
+        };
         let session = session().await?;
         // A new id on sign-in, so a session id planted before sign-in is worthless after it.
         // A browser that brought no session has no id to replace: its session gets a fresh
@@ -94,15 +120,31 @@ mod ssr_impl {
             .insert(SESSION_USER_ID, user.id)
             .await
             .map_err(|e| internal(format!("writing the session failed: {e}")))?;
+        if user.must_change_password {
+            session
+                .insert(SESSION_MUST_CHANGE_PASSWORD, true)
+                .await
+                .map_err(|e| internal(format!("writing the session failed: {e}")))?;
+        }
+        if let (Some(response), Ok(cookie)) = (
+            use_context::<leptos_axum::ResponseOptions>(),
+            http::HeaderValue::from_str(&device_key.cookie_for(&username, state.secure_cookies)),
+        ) {
+            response.append_header(http::header::SET_COOKIE, cookie);
+        }
         tracing::info!(user = %user.username, "signed in");
-        leptos_axum::redirect("/");
+        leptos_axum::redirect(if user.must_change_password {
+            "/account"
+        } else {
+            "/"
+        });
         Ok(())
     }
 
     /// The client's address as the server's middleware determined it (none in tests that
     /// build requests by hand).
-    fn client_address() -> ClientAddress {
-        use_context::<http::request::Parts>()
+    fn client_address(parts: Option<&http::request::Parts>) -> ClientAddress {
+        parts
             .and_then(|parts| parts.extensions.get::<ClientAddress>().copied())
             .unwrap_or(ClientAddress(None))
     }
@@ -121,6 +163,7 @@ mod ssr_impl {
         SignedInUser {
             id: user.id,
             is_admin: user.role == Role::Admin,
+            must_change_password: user.must_change_password,
             username: user.username,
             display_name: user.display_name,
         }

@@ -1,9 +1,12 @@
 //! Server functions, grouped by resource, and the wire types they exchange.
 
+pub mod accounts;
 pub mod admin;
 pub mod auth;
 pub mod bulk;
 pub mod caseload;
+#[cfg(feature = "ssr")]
+pub mod known_device;
 #[cfg(feature = "ssr")]
 pub mod login_throttle;
 #[cfg(feature = "ssr")]

@@ -12,8 +12,10 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue::{Store, WriteClass, WriteTransaction};
-use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, Set, SqlErr};
+use sea_orm::{ColumnTrait, DbErr, EntityTrait, NotSet, QueryFilter, Set, SqlErr};
+use uuid::Uuid;
+
+use crate::api::ssr::SESSION_USER_ID;
 use tower_sessions::cookie::time::Duration;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
@@ -33,6 +35,8 @@ mod web_session {
         /// The session record (its id, data and expiry) as JSON.
         pub data: Vec<u8>,
         pub expiry_date: DateTimeUtc,
+        /// The signed-in user, so that disabling them can end their sessions.
+        pub user_id: Option<Uuid>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -76,17 +80,19 @@ impl SessionStore for DatabaseSessionStore {
         }
     }
 
+    /// Updates a stored session, never inserts one: tower-sessions saves only sessions it
+    /// loaded (new ones go to `create`), so a row that is gone was deleted meanwhile, by a
+    /// sign-out, a disabled account or expiry, and a request still in flight must not bring
+    /// it back.
     async fn save(&self, record: &Record) -> session_store::Result<()> {
         if self.only_expiry_moved_a_little(record).await? {
             return Ok(());
         }
+        let row = active_model(record)?;
         let txn = self.begin(WriteClass::Interactive).await?;
-        web_session::Entity::insert(active_model(record)?)
-            .on_conflict(
-                OnConflict::column(web_session::Column::Id)
-                    .update_columns([web_session::Column::Data, web_session::Column::ExpiryDate])
-                    .to_owned(),
-            )
+        web_session::Entity::update_many()
+            .set(web_session::ActiveModel { id: NotSet, ..row })
+            .filter(web_session::Column::Id.eq(record.id.to_string()))
             .exec(&*txn)
             .await
             .map_err(backend)?;
@@ -121,6 +127,19 @@ impl ExpiredDeletion for DatabaseSessionStore {
 }
 
 impl DatabaseSessionStore {
+    /// Ends every session of `user_id` (disabled, or their password reset); runs in the
+    /// caller's transaction, so it commits with the change that calls for it.
+    pub async fn delete_sessions_of(
+        txn: &impl sea_orm::ConnectionTrait,
+        user_id: Uuid,
+    ) -> Result<u64, DbErr> {
+        Ok(web_session::Entity::delete_many()
+            .filter(web_session::Column::UserId.eq(user_id))
+            .exec(txn)
+            .await?
+            .rows_affected)
+    }
+
     /// The unexpired record stored under `session_id`, if any.
     async fn stored(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
         let row = web_session::Entity::find_by_id(session_id.to_string())
@@ -158,10 +177,15 @@ fn active_model(record: &Record) -> session_store::Result<web_session::ActiveMod
     let expiry = record.expiry_date;
     let expiry_date = DateTime::from_timestamp(expiry.unix_timestamp(), expiry.nanosecond())
         .ok_or_else(|| session_store::Error::Encode(format!("expiry out of range: {expiry}")))?;
+    let user_id = record
+        .data
+        .get(SESSION_USER_ID)
+        .and_then(|id| serde_json::from_value::<Uuid>(id.clone()).ok());
     Ok(web_session::ActiveModel {
         id: Set(record.id.to_string()),
         data: Set(data),
         expiry_date: Set(expiry_date),
+        user_id: Set(user_id),
     })
 }
 

@@ -13,6 +13,9 @@ use crate::error::AppError;
 
 /// The session key holding the signed-in staff user's id.
 pub const SESSION_USER_ID: &str = "user_id";
+/// The session key present while the signed-in user must choose a new password, so the
+/// page gate can send them to their account page without reading the database.
+pub const SESSION_MUST_CHANGE_PASSWORD: &str = "must_change_password";
 
 /// What server functions need from the running server; provided as Leptos context by the
 /// server for both page rendering and server-function calls.
@@ -24,6 +27,8 @@ pub struct AppState {
     /// Sign-in attempts per username, shared by every request to this node.
     pub login_throttle: std::sync::Arc<crate::api::login_throttle::LoginThrottle>,
     pub bulk: BulkSettings,
+    /// Cookies set by server functions (the known-device cookie) are `Secure`.
+    pub secure_cookies: bool,
 }
 
 /// How this node runs bulk actions, as far as submitting and downloading need to know.
@@ -54,6 +59,7 @@ impl AppState {
             store,
             login_throttle: Default::default(),
             bulk,
+            secure_cookies: false,
         }
     }
 }
@@ -81,7 +87,7 @@ pub async fn current_user() -> Result<Option<StaffUser>, AppError> {
 }
 
 /// The user `session` is signed in as, for both doors: `None` when it is anonymous, or when
-/// the user was removed since signing in (then the session is worthless).
+/// the user was removed or disabled since signing in (then the session is worthless).
 pub async fn session_user(
     session: &Session,
     db: &DatabaseConnection,
@@ -96,9 +102,19 @@ pub async fn session_user(
     Ok(caseload::users::find_user(db, user_id).await?)
 }
 
-/// The signed-in user, or [`AppError::Unauthenticated`].
+/// The signed-in user, or [`AppError::Unauthenticated`]; a user who must choose a new
+/// password gets [`AppError::PasswordChangeRequired`] for everything else.
 pub async fn require_user() -> Result<StaffUser, AppError> {
-    current_user().await?.ok_or(AppError::Unauthenticated)
+    let user = current_user().await?.ok_or(AppError::Unauthenticated)?;
+    if user.must_change_password {
+        return Err(AppError::PasswordChangeRequired);
+    }
+    Ok(user)
+}
+
+/// The signed-in admin, or why not.
+pub async fn require_admin() -> Result<StaffUser, AppError> {
+    crate::api::admin::ssr_impl::admin_only(require_user().await?)
 }
 
 /// Runs a server function's body and, when it fails, sets the response status to match the
@@ -166,6 +182,9 @@ impl From<caseload::CaseloadError> for AppError {
             caseload::CaseloadError::Invalid(message) => AppError::invalid(message),
             caseload::CaseloadError::UsernameTaken(name) => {
                 AppError::invalid(format!("the username {name:?} is already taken"))
+            }
+            caseload::CaseloadError::UserDisabled(name) => {
+                AppError::Forbidden(format!("the account of {name:?} is disabled"))
             }
             other => internal(other),
         }

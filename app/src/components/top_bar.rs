@@ -29,6 +29,7 @@ pub fn TopBar() -> impl IntoView {
                         is_admin.then(|| view! {
                             <a href="/admin/tasks">"All tasks"</a>
                             <a href="/admin/queue">"Queue health"</a>
+                            <a href="/admin/users">"Users"</a>
                         })
                     })}
                 </Transition>
@@ -50,10 +51,10 @@ pub fn TopBar() -> impl IntoView {
                             .flatten()
                             .map(|user| {
                                 view! {
-                                    <span class="user-name" data-testid="user-name">
+                                    <a class="user-name" href="/account" data-testid="user-name" title="Your account">
                                         {user.display_name}
                                         {user.is_admin.then_some(" (admin)")}
-                                    </span>
+                                    </a>
                                 }
                             })
                     })}

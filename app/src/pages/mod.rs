@@ -1,8 +1,10 @@
 //! One module per route.
 
+pub mod account;
 pub mod caseload;
 pub mod not_found;
 pub mod queue_health;
 pub mod sign_in;
 pub mod task_detail;
 pub mod tasks;
+pub mod users;

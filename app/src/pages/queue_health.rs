@@ -121,7 +121,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
         <ThroughputChart per_minute=health.throughput />
 
         <h2>"By action"</h2>
-        <div class="table-scroll">
+        <div class="table-scroll" tabindex="0">
             <table>
                 <thead>
                     <tr>
@@ -191,7 +191,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
         }}
 
         <h2>"Periodic jobs"</h2>
-        <div class="table-scroll">
+        <div class="table-scroll" tabindex="0">
             <table class="periodic-jobs">
                 <HeaderRow columns=&["Job", "Schedule", "Lock at most / least", "Next run", "Last run", "Result", "Node", "Skipped", ""] />
                 <tbody>
@@ -274,7 +274,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             view! { <p class="empty" data-testid="no-stalled">"No stalled tasks."</p> }.into_any()
         } else {
             view! {
-                <div class="table-scroll">
+                <div class="table-scroll" tabindex="0">
                     <table data-testid="stalled">
                         <HeaderRow columns=&["Request", "Status", "Node", "Last change", ""] />
                         <tbody>
@@ -361,7 +361,7 @@ fn Problems(
                         {format!(" Select all {} matching", format::count(problem_total))}
                     </label>
                 </p>
-                <div class="table-scroll">
+                <div class="table-scroll" tabindex="0">
                     <table data-testid="problems">
                         <thead>
                             <tr>

@@ -24,13 +24,16 @@ mod walk;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bulkq_types::actions::{ActionReport, EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH};
+use bulkq_types::actions::{
+    ActionReport, EMAIL, EXPORT, PEOPLE_IMPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH,
+};
 use queue::{Registry, Task};
 
 use crate::CaseloadError;
 use crate::email::Mailer;
 use executors::email::{EMAIL_BATCH_MAX, EmailExecutor};
 use executors::export::ExportExecutor;
+use executors::people_import::PeopleImportExecutor;
 use executors::status_change::StatusChangeExecutor;
 use executors::watches::{UnwatchExecutor, WatchExecutor};
 pub use export_files::export_file;
@@ -64,8 +67,8 @@ pub struct ActionsConfig {
     pub batch_time_while_people_write: Duration,
 }
 
-/// Registers the five executors (export, status change, watch, unwatch, email) and the
-/// export files' cleanup job, creating the exports directory.
+/// Registers the five executors (export, status change, watch, unwatch, email), the people
+/// import and the export files' cleanup job, creating the exports directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
@@ -107,8 +110,21 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
                 mailer: config.mailer,
                 pace: pace(batch_size.min(EMAIL_BATCH_MAX)),
             },
+        )
+        .register(
+            PEOPLE_IMPORT,
+            PeopleImportExecutor {
+                pace: pace(batch_size),
+            },
         );
     Ok(())
+}
+
+/// Registers the people import alone, `batch_size` rows a batch: for `bulkq import`, which
+/// runs its import on a runtime of its own.
+pub fn executors_for_import(registry: &mut Registry, batch_size: u64) {
+    let pace = SharedPace::new(batch_size.max(1), SQLITE_BATCH_TIME_DEFAULT);
+    registry.register(PEOPLE_IMPORT, PeopleImportExecutor { pace });
 }
 
 /// What a bulk-action task has done so far, for its owner; `None` for other tasks or before

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use bulkq_types::actions::{EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label};
+use bulkq_types::actions::{
+    EMAIL, EXPORT, PEOPLE_IMPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label,
+};
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::words::{plural, quoted};
@@ -15,6 +17,7 @@ use uuid::Uuid;
 use super::spec::{EmailSpec, ExportSpec, StatusChangeSpec, WatchSpec};
 use super::target::Target;
 use crate::CaseloadError;
+use crate::people_import::ImportSpec;
 use crate::statuses::list_program_statuses;
 
 /// Program statuses' names by code, loaded once for a page of summaries.
@@ -54,6 +57,10 @@ pub fn summarize(task: &Task, statuses: &StatusNames) -> String {
         EMAIL => read::<EmailSpec>(spec).map(|spec| {
             let subject = quoted(&spec.content.subject);
             format!("Email {}: {subject}", people(&spec.target))
+        }),
+        PEOPLE_IMPORT => read::<ImportSpec>(spec).map(|spec| {
+            let sync = if spec.full_sync { " (full sync)" } else { "" };
+            format!("Import people from {}{sync}", quoted(&spec.file_name))
         }),
         _ => None,
     };

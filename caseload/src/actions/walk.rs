@@ -419,7 +419,8 @@ pub(crate) fn task_error(error: CaseloadError) -> TaskError {
         | CaseloadError::UsernameTaken(_)
         | CaseloadError::PasswordHash(_)
         | CaseloadError::UnknownStatus(_)
-        | CaseloadError::UnknownUser(_) => TaskError::permanent(error),
+        | CaseloadError::UnknownUser(_)
+        | CaseloadError::UserDisabled(_) => TaskError::permanent(error),
     }
 }
 

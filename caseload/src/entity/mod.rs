@@ -1,5 +1,6 @@
 //! SeaORM entities for the caseload tables.
 
+pub mod api_token;
 pub mod email_send_log;
 pub mod person;
 pub mod person_watch;

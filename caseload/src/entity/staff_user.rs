@@ -15,6 +15,10 @@ pub struct Model {
     /// An argon2 PHC string; the password itself is never stored.
     pub password_hash: String,
     pub created_at: DateTimeUtc,
+    /// When an admin disabled the account; a disabled user cannot sign in or act.
+    pub disabled_at: Option<DateTimeUtc>,
+    /// Set by a password reset: the next sign-in must choose a new password first.
+    pub must_change_password: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -14,7 +14,7 @@ pub async fn actor(db: &TestDatabase, username: &str, role: Role) -> Actor {
             username: username.into(),
             display_name: username.into(),
             role,
-            password: "password1".into(),
+            password: "a-test-password-1".into(),
         },
     )
     .await

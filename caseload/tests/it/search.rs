@@ -60,7 +60,7 @@ async fn filters_sort_and_pages(db: TestDatabase) {
             username: "coach".into(),
             display_name: "C".into(),
             role: Role::Staff,
-            password: "password1".into(),
+            password: "a-test-password-1".into(),
         },
     )
     .await

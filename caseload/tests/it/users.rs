@@ -15,30 +15,30 @@ fn new_user(username: &str, password: &str) -> NewStaffUser {
 }
 
 async fn sign_in_checks_the_password(db: TestDatabase) {
-    let created = create_user(&db.conn, new_user("kim", "correct horse"))
+    let created = create_user(&db.conn, new_user("kim", "correct horse battery"))
         .await
         .unwrap();
     assert_eq!(created.role, Role::Admin);
 
-    let found = authenticate(&db.conn, "kim", "correct horse")
+    let found = authenticate(&db.conn, "kim", "correct horse battery")
         .await
         .unwrap();
     assert_eq!(found.as_ref(), Some(&created));
     // Surrounding spaces in the username are forgiven; the password must be exact.
     assert!(
-        authenticate(&db.conn, " kim ", "correct horse")
+        authenticate(&db.conn, " kim ", "correct horse battery")
             .await
             .unwrap()
             .is_some()
     );
     assert!(
-        authenticate(&db.conn, "kim", "correct horse ")
+        authenticate(&db.conn, "kim", "correct horse battery ")
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        authenticate(&db.conn, "nobody", "correct horse")
+        authenticate(&db.conn, "nobody", "correct horse battery")
             .await
             .unwrap()
             .is_none()
@@ -56,11 +56,11 @@ async fn sign_in_checks_the_password(db: TestDatabase) {
 }
 
 async fn usernames_are_unique_and_input_is_checked(db: TestDatabase) {
-    create_user(&db.conn, new_user("lee", "long enough"))
+    create_user(&db.conn, new_user("lee", "long enough to pass"))
         .await
         .unwrap();
     assert!(matches!(
-        create_user(&db.conn, new_user("lee", "long enough")).await,
+        create_user(&db.conn, new_user("lee", "long enough to pass")).await,
         Err(CaseloadError::UsernameTaken(name)) if name == "lee"
     ));
     assert!(matches!(
@@ -68,7 +68,7 @@ async fn usernames_are_unique_and_input_is_checked(db: TestDatabase) {
         Err(CaseloadError::Invalid(_))
     ));
     assert!(matches!(
-        create_user(&db.conn, new_user("   ", "long enough")).await,
+        create_user(&db.conn, new_user("   ", "long enough to pass")).await,
         Err(CaseloadError::Invalid(_))
     ));
     assert!("superuser".parse::<Role>().is_err());

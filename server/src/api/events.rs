@@ -3,8 +3,9 @@
 //! made on other nodes (LISTEN/NOTIFY). Dashboards update live without polling.
 //!
 //! A stream lives no longer than the sign-in it was opened under: every few seconds it
-//! checks that its session still exists and still names a user who exists, and ends when
-//! not (sign-out, expiry, the user removed). A user holds at most a few streams per node
+//! checks that its session still exists and still names a user who exists and is enabled,
+//! and ends when not (sign-out, expiry, the user disabled); a role changed meanwhile
+//! applies from that check on. A token's stream checks its token the same way. A user holds at most a few streams per node
 //! ([`StreamLimit`]); one more is answered 429.
 
 use std::convert::Infallible;
@@ -15,7 +16,10 @@ use app::api::ssr::{AppState, SESSION_USER_ID};
 use app::api::tasks::TaskUpdate;
 use app::error::{AppError, ErrorBody};
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use caseload::users::StaffUser;
+use caseload::users::tokens::token_holder;
 use futures_util::Stream;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
@@ -24,7 +28,7 @@ use tower_sessions::session::Id;
 use tower_sessions::{Session, SessionStore};
 
 use super::stream_limit::{StreamLimit, StreamSlot};
-use super::user::ApiUser;
+use super::user::{ApiUser, bearer_token};
 
 /// How often an open stream checks that its sign-in still stands.
 pub const SESSION_RECHECK: Duration = Duration::from_secs(2);
@@ -41,10 +45,14 @@ pub const SESSION_RECHECK: Duration = Duration::from_secs(2);
 pub async fn task_events(
     State(state): State<AppState>,
     State(limit): State<StreamLimit>,
+    headers: HeaderMap,
     user: ApiUser,
     session: Session,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
-    let session_id = session.id().ok_or(AppError::Unauthenticated)?;
+    let credential = match bearer_token(&headers)? {
+        Some(secret) => Credential::Token(secret.to_owned()),
+        None => Credential::Session(session.id().ok_or(AppError::Unauthenticated)?),
+    };
     let slot = limit.open(user.0.id).ok_or(AppError::TooManyStreams {
         limit: limit.per_user(),
     })?;
@@ -57,8 +65,8 @@ pub async fn task_events(
         receiver: state.store.subscribe().await?,
         sessions: DatabaseSessionStore::new(state.store.clone()),
         state,
-        user,
-        session_id,
+        user: user.0,
+        credential,
         recheck,
         _slot: slot,
     };
@@ -70,8 +78,9 @@ struct Live {
     receiver: Receiver<queue::QueueEvent>,
     sessions: DatabaseSessionStore,
     state: AppState,
-    user: ApiUser,
-    session_id: Id,
+    /// Who the stream is for, as of its last check.
+    user: StaffUser,
+    credential: Credential,
     recheck: Interval,
     /// Held while the stream is open.
     _slot: StreamSlot,
@@ -84,14 +93,12 @@ impl Live {
             let received = tokio::select! {
                 received = self.receiver.recv() => received,
                 _ = self.recheck.tick() => {
-                    if !self.still_signed_in().await {
-                        return None;
-                    }
+                    self.user = self.signed_in_user().await?;
                     continue;
                 }
             };
             let event = match received {
-                Ok(event) if self.user.0.may_see_tasks_of(event.owner_id) => {
+                Ok(event) if self.user.may_see_tasks_of(event.owner_id) => {
                     match Event::default()
                         .event("task")
                         .json_data(TaskUpdate::from(&event))
@@ -112,21 +119,29 @@ impl Live {
         }
     }
 
-    /// Whether the session still exists, still names this user, and the user still exists.
-    /// A failure to tell counts as no: the browser reconnects, and signs in if it must.
-    async fn still_signed_in(&self) -> bool {
-        let Ok(Some(record)) = self.sessions.load(&self.session_id).await else {
-            return false;
+    /// The stream's user as they are now, if its session or token still stands for them and
+    /// they are enabled. A failure to tell counts as no: the browser reconnects, and signs
+    /// in if it must.
+    async fn signed_in_user(&self) -> Option<StaffUser> {
+        let user_id = match &self.credential {
+            Credential::Session(id) => {
+                let record = self.sessions.load(id).await.ok()??;
+                serde_json::from_value(record.data.get(SESSION_USER_ID)?.clone()).ok()?
+            }
+            Credential::Token(secret) => token_holder(&self.state.db, secret).await.ok()??.user.id,
         };
-        let same_user = record
-            .data
-            .get(SESSION_USER_ID)
-            .and_then(|id| serde_json::from_value::<uuid::Uuid>(id.clone()).ok())
-            == Some(self.user.0.id);
-        same_user
-            && matches!(
-                caseload::users::find_user(&self.state.db, self.user.0.id).await,
-                Ok(Some(_))
-            )
+        if user_id != self.user.id {
+            return None;
+        }
+        caseload::users::find_user(&self.state.db, user_id)
+            .await
+            .ok()?
     }
+}
+
+/// What a stream was opened with, and must still hold.
+enum Credential {
+    Session(Id),
+    /// A token's secret.
+    Token(String),
 }

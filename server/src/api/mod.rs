@@ -1,5 +1,6 @@
 //! The versioned JSON API (`/api/1/...`) for programs and scripts: the bulk actions and the
-//! status of the tasks they create. It shares the dashboard's sign-in session. Its contract
+//! status of the tasks they create, and people from the school's records (admins). A
+//! personal token or the dashboard's sign-in session says who calls. Its contract
 //! is served at `/api/1/openapi.json` ([`openapi`]).
 //!
 //! Every failure is `app::error::AppError`, the dashboard's error too, sent as a JSON body
@@ -10,6 +11,7 @@ pub mod bulk;
 pub mod events;
 pub mod json;
 pub mod openapi;
+pub mod people;
 pub mod periodic;
 pub mod stream_limit;
 pub mod tasks;
@@ -61,5 +63,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
         .route("/caseload/watches", post(bulk::post_watch))
         .route("/caseload/unwatches", post(bulk::post_unwatch))
         .route("/caseload/emails", post(bulk::post_email))
+        .route("/people", post(people::upsert_people))
+        .route("/people/retire", post(people::retire_people))
         .with_state(state)
 }

@@ -4,10 +4,10 @@
 //! `make test`.
 
 use axum::Json;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{bulk, events, periodic, tasks};
+use super::{bulk, events, people, periodic, tasks};
 use crate::web::SESSION_COOKIE;
 
 /// The document.
@@ -15,8 +15,10 @@ use crate::web::SESSION_COOKIE;
 #[openapi(
     info(
         title = "bulkq",
-        description = "Bulk actions on a caseload, run by a transactional task queue. Sign in \
-            through the dashboard (or `POST /api/sign_in`) and send its session cookie."
+        description = "Bulk actions on a caseload, run by a transactional task queue. Programs \
+            send a personal token (made on the dashboard's Account page) as \
+            `Authorization: Bearer <token>`; a read-only token may only read. The dashboard's \
+            session cookie works too."
     ),
     servers((url = "/api/1")),
     paths(
@@ -35,18 +37,29 @@ use crate::web::SESSION_COOKIE;
         bulk::post_watch,
         bulk::post_unwatch,
         bulk::post_email,
+        people::upsert_people,
+        people::retire_people,
     ),
-    modifiers(&SessionCookie),
-    security(("session" = []))
+    modifiers(&Credentials),
+    security(("session" = []), ("token" = []))
 )]
 pub struct ApiDoc;
 
-/// Declares the session cookie every operation needs.
-struct SessionCookie;
+/// Declares the two ways to say who is calling: a personal token or the session cookie.
+struct Credentials;
 
-impl Modify for SessionCookie {
+impl Modify for Credentials {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A personal API token (`bq_…`)"))
+                    .build(),
+            ),
+        );
         components.add_security_scheme(
             "session",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(SESSION_COOKIE))),

@@ -11,7 +11,7 @@ use queue::testing::TestDatabase;
 use server::{site, web};
 use tower::ServiceExt;
 
-pub const PASSWORD: &str = "test-password";
+pub const PASSWORD: &str = "test-password-long";
 
 /// Creates a user who signs in with [`PASSWORD`].
 pub async fn add_user(db: &TestDatabase, username: &str, role: Role) -> StaffUser {
@@ -50,12 +50,23 @@ pub async fn app_with_settings(
 
 /// The app's router, as `bulkq serve` builds it, on a test database that has its users.
 pub fn router(db: &TestDatabase, store: queue::Store, bulk: BulkSettings) -> Router {
-    let options = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
-    web::router(
-        AppState::new(db.conn.clone(), store, bulk),
-        options,
-        &web::WebOptions::default(),
-    )
+    router_with(db, store, bulk, &web::WebOptions::default())
+}
+
+/// The app's router with these web options (its store on the test database's pool).
+pub fn router_with_options(db: &TestDatabase, options: &web::WebOptions) -> Router {
+    let store = queue::Store::new(db.conn.clone());
+    router_with(db, store, BulkSettings::default(), options)
+}
+
+fn router_with(
+    db: &TestDatabase,
+    store: queue::Store,
+    bulk: BulkSettings,
+    options: &web::WebOptions,
+) -> Router {
+    let site = site::leptos_options(Path::new("target/site"), "127.0.0.1:0".parse().unwrap());
+    web::router(AppState::new(db.conn.clone(), store, bulk), site, options)
 }
 
 /// How long a response, body included, may take before the test fails: far beyond any

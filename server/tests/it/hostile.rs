@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use app::api::ssr::{AppState, BulkSettings};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -405,16 +404,8 @@ async fn every_answer_carries_the_security_headers(db: TestDatabase) {
         "default-src 'none'; frame-ancestors 'none'"
     );
 
-    let secure = web::router(
-        AppState::new(
-            db.conn.clone(),
-            queue::Store::new(db.conn.clone()),
-            BulkSettings::default(),
-        ),
-        server::site::leptos_options(
-            std::path::Path::new("target/site"),
-            "127.0.0.1:0".parse().unwrap(),
-        ),
+    let secure = router_with_options(
+        &db,
         &WebOptions {
             secure_cookies: true,
             ..WebOptions::default()

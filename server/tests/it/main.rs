@@ -1,6 +1,7 @@
 //! The server's HTTP surface, driven in-process through the axum `Router` against real
 //! databases on both backends.
 
+mod accounts;
 mod bulk_actions;
 mod bulk_dashboard;
 mod cancel;
@@ -15,7 +16,9 @@ mod mail_relay;
 mod metrics;
 mod nodes;
 mod overlapping_actions;
+mod people;
 mod people_first;
+mod people_import;
 mod queue_health;
 mod rendering;
 mod sign_in;

@@ -1,0 +1,190 @@
+//! The signed-in user's own account: change their password (the only page they may use
+//! while a reset asks them to), and their personal API tokens for programs: make one (shown
+//! once), see when each was last used, revoke it.
+
+use bulkq_types::accounts::TokenInfo;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::accounts::{ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, list_own_tokens};
+use crate::api::auth::get_current_user;
+use crate::components::feedback::{ErrorMessage, HeaderRow};
+use crate::components::top_bar::TopBar;
+use crate::format;
+
+/// How long a new token may live, as the form offers it: (days, label); 0 is never.
+const TOKEN_LIFETIMES: [(u32, &str); 4] = [
+    (30, "30 days"),
+    (90, "90 days"),
+    (365, "a year"),
+    (0, "never expires"),
+];
+
+/// Renders the Account page.
+#[component]
+pub fn AccountPage() -> impl IntoView {
+    let change = ServerAction::<ChangeOwnPassword>::new();
+    let user = Resource::new(move || change.version().get(), |_| get_current_user());
+    view! {
+        <Title text="Your account · bulkq" />
+        <TopBar />
+        <main>
+            <h1>"Your account"</h1>
+            <Transition fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let must_change = user.await.ok().flatten().is_some_and(|u| u.must_change_password);
+                    view! {
+                        <PasswordForm change must_change />
+                        {(!must_change).then(|| view! { <Tokens /> })}
+                    }
+                })}
+            </Transition>
+        </main>
+    }
+}
+
+#[component]
+fn PasswordForm(change: ServerAction<ChangeOwnPassword>, must_change: bool) -> impl IntoView {
+    let outcome = move || {
+        change.value().get().map(|result| match result {
+            Ok(()) => view! {
+                <p class="notice" role="status" data-testid="password-changed">
+                    "Your password is changed. " <a href="/">"Go to the caseload"</a>
+                </p>
+            }
+            .into_any(),
+            Err(error) => view! { <ErrorMessage error /> }.into_any(),
+        })
+    };
+    view! {
+        <section aria-label="Password">
+            <h2>"Password"</h2>
+            {must_change.then(|| view! {
+                <p class="notice" role="status" data-testid="must-change">
+                    "Your password was reset. Choose your own to go on."
+                </p>
+            })}
+            <ActionForm action=change>
+                <label for="current">"Current password"</label>
+                <input id="current" name="current" type="password" autocomplete="current-password" required />
+                <label for="new">"New password"</label>
+                <input id="new" name="new" type="password" autocomplete="new-password" required minlength="15" maxlength="256" />
+                <p class="hint">"At least 15 characters; a few unrelated words make a good one."</p>
+                <button type="submit" disabled=move || change.pending().get()>"Change password"</button>
+            </ActionForm>
+            {outcome}
+        </section>
+    }
+}
+
+#[component]
+fn Tokens() -> impl IntoView {
+    let create = ServerAction::<CreateOwnToken>::new();
+    let revoke = ServerAction::<RevokeOwnToken>::new();
+    let tokens = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| list_own_tokens(),
+    );
+    let created = move || {
+        create.value().get().map(|result| match result {
+            Ok(new) => view! {
+                <p class="notice" role="status">
+                    "Your new token " <strong>{new.token.name}</strong> ": "
+                    <code data-testid="new-token">{new.secret}</code>
+                    " (copy it now: it is shown only this once)"
+                </p>
+            }
+            .into_any(),
+            Err(error) => view! { <ErrorMessage error /> }.into_any(),
+        })
+    };
+    view! {
+        <section aria-label="API tokens">
+            <h2>"API tokens"</h2>
+            <p class="hint">
+                "Programs send a token as " <code>"Authorization: Bearer …"</code>
+                " to the JSON API (" <a href="/api/1/openapi.json">"its contract"</a> ")."
+            </p>
+            <ActionForm action=create attr:class="inline-form">
+                <label>"Name" <input name="name" type="text" required maxlength="64" /></label>
+                <label>
+                    "Access"
+                    <select name="can_act">
+                        <option value="false">"read only"</option>
+                        <option value="true">"read and act"</option>
+                    </select>
+                </label>
+                <label>
+                    "Expires"
+                    <select name="expires_in_days">
+                        {TOKEN_LIFETIMES
+                            .iter()
+                            .map(|(days, label)| view! { <option value=days.to_string()>{*label}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
+                <button type="submit" disabled=move || create.pending().get()>"Make token"</button>
+            </ActionForm>
+            {created}
+            {move || revoke.value().get().and_then(Result::err).map(|error| view! { <ErrorMessage error /> })}
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match tokens.await {
+                        Ok(tokens) if tokens.is_empty() => view! { <p class="empty">"No tokens yet."</p> }.into_any(),
+                        Ok(tokens) => view! { <TokenTable tokens revoke /> }.into_any(),
+                        Err(error) => view! { <ErrorMessage error /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn TokenTable(tokens: Vec<TokenInfo>, revoke: ServerAction<RevokeOwnToken>) -> impl IntoView {
+    let when = |at: Option<chrono::DateTime<chrono::Utc>>, none: &'static str| {
+        at.map_or_else(|| none.to_owned(), |at| format::minute(&at.to_rfc3339()))
+    };
+    view! {
+        <div class="table-scroll" tabindex="0">
+            <table data-testid="tokens">
+                <HeaderRow columns=&["Name", "Access", "Made", "Expires", "Last used", "State", ""] />
+                <tbody>
+                    {tokens
+                        .into_iter()
+                        .map(|token| {
+                            let live = token.live;
+                            let state = match (token.revoked_at, live) {
+                                (Some(_), _) => "revoked",
+                                (None, false) => "expired",
+                                (None, true) => "live",
+                            };
+                            let id = token.id;
+                            view! {
+                                <tr data-testid=format!("token-{}", token.name)>
+                                    <td>{token.name.clone()}</td>
+                                    <td>{if token.can_act { "read and act" } else { "read only" }}</td>
+                                    <td>{format::minute(&token.created_at.to_rfc3339())}</td>
+                                    <td>{when(token.expires_at, "never")}</td>
+                                    <td data-testid="last-used">{when(token.last_used_at, "never")}</td>
+                                    <td>{state}</td>
+                                    <td>
+                                        {live.then(|| view! {
+                                            <button
+                                                type="button"
+                                                class="secondary"
+                                                on:click=move |_| { revoke.dispatch(RevokeOwnToken { id }); }
+                                            >
+                                                "Revoke"
+                                            </button>
+                                        })}
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}

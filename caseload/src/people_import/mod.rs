@@ -1,0 +1,350 @@
+//! The CSV import of people: a file from the school's records, uploaded in chunks
+//! ([`upload`]), read a window at a time ([`csv_rows`]), its columns matched to fields
+//! ([`columns`]), previewed without writing ([`preview`]), then applied by a queue task in
+//! checkpointed batches (`actions::executors::people_import`), each batch's people, problems
+//! and cursor committed together, so a killed import resumes exactly after its last batch.
+//!
+//! Every row goes through `people_sync`, as the JSON API's records do: the same file again
+//! changes nothing. A school id is claimed once per import in `people_import_seen` (a second
+//! row with it is a problem, wherever it is in the file); a full sync then retires everyone
+//! not claimed.
+
+pub mod columns;
+pub mod csv_rows;
+pub mod preview;
+pub mod upload;
+
+use std::collections::HashSet;
+
+use bulkq_types::person_records::{PersonRecord, RETIRED_STATUS, SyncCounts};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
+use sea_orm::{ConnectionTrait, StatementBuilder};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::people_sync::{RecordProblems, ResolvedRecord, resolve};
+use columns::ColumnMapping;
+use csv_rows::{CsvRow, FileProblem, is_blank, rows_in, start_of_rows};
+use upload::{Upload, read_window};
+
+/// The most bytes read from an upload at once; a row longer than this is refused.
+pub const WINDOW_BYTES: usize = 4 << 20;
+
+/// What an import task is asked to do (its spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportSpec {
+    pub upload_id: Uuid,
+    /// The uploaded file's name, for the task's summary.
+    pub file_name: String,
+    pub mapping: ColumnMapping,
+    /// Retire everyone the file does not name.
+    pub full_sync: bool,
+    /// Where the first row after the header starts, and its line.
+    pub first_row: FilePosition,
+    /// The file's data rows, as the preview counted them (the task's progress total).
+    pub rows: u64,
+}
+
+/// A place in an uploaded file: a byte offset and the line that starts there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePosition {
+    pub offset: u64,
+    pub line: u64,
+}
+
+/// Where an import stands (its checkpoint).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ImportProgress {
+    pub phase: ImportPhase,
+    /// Where the next batch of rows starts; the spec's first row before the first batch.
+    pub at: Option<FilePosition>,
+    /// Rows read so far (problems included).
+    pub rows: u64,
+    pub counts: SyncCounts,
+    /// Rows that could not be imported (their lines and reasons are in the error report).
+    pub problems: u64,
+    /// The last school id a full sync has retired up to.
+    pub retired_up_to: String,
+}
+
+/// What an import is doing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportPhase {
+    #[default]
+    Rows,
+    /// A full sync retiring the people the file did not name.
+    Retiring,
+    Done,
+}
+
+/// The checkpoint key holding an import's progress.
+pub const PROGRESS_KEY: &str = "import";
+
+impl ImportProgress {
+    /// The progress of an import task, from its checkpoint.
+    pub fn of(state: &serde_json::Value) -> Self {
+        state
+            .get(PROGRESS_KEY)
+            .and_then(|progress| serde_json::from_value(progress.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Why one row is not imported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowProblem {
+    pub line: u64,
+    pub school_id: Option<String>,
+    pub message: String,
+}
+
+/// A file's header row and where its data rows start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHead {
+    pub header: Vec<String>,
+    pub first_row: FilePosition,
+}
+
+/// The header of `upload`, or why the file cannot be imported at all.
+pub async fn read_head<C: ConnectionTrait>(
+    db: &C,
+    upload: &Upload,
+) -> Result<FileHead, CaseloadError> {
+    let (window, at_end) = read_window(db, upload, 0, WINDOW_BYTES).await?;
+    let start = start_of_rows(&window).map_err(file_problem)?;
+    let rows = rows_in(&window[start as usize..], start, 1, at_end, 1).map_err(file_problem)?;
+    let Some(row) = rows.into_iter().next() else {
+        return Err(file_problem(FileProblem::Empty));
+    };
+    let header = row
+        .fields
+        .map_err(|problem| CaseloadError::Invalid(format!("the header row: {problem}")))?;
+    Ok(FileHead {
+        header,
+        first_row: FilePosition {
+            offset: row.next_offset,
+            line: row.next_line,
+        },
+    })
+}
+
+/// The next at most `max_rows` rows of `upload` from `at`, where reading goes on next, and
+/// whether the file ends there.
+pub async fn next_rows<C: ConnectionTrait>(
+    db: &C,
+    upload: &Upload,
+    at: FilePosition,
+    max_rows: usize,
+) -> Result<(Vec<CsvRow>, FilePosition, bool), CaseloadError> {
+    let (window, at_end) = read_window(db, upload, at.offset, WINDOW_BYTES).await?;
+    let rows = rows_in(&window, at.offset, at.line, at_end, max_rows).map_err(file_problem)?;
+    let next = match rows.last() {
+        Some(last) => FilePosition {
+            offset: last.next_offset,
+            line: last.next_line,
+        },
+        None => at,
+    };
+    // The window reached the file's end and the reader stopped short of `max_rows`: every
+    // row is read (what may follow is a line end the reader had no row for).
+    let done = at_end && rows.len() < max_rows;
+    Ok((rows, next, done))
+}
+
+/// A batch's rows sorted into records to apply and problems, checked alone, against each
+/// other and against the database; blank rows are skipped.
+pub struct SortedRows {
+    pub records: Vec<(u64, ResolvedRecord)>,
+    pub problems: Vec<RowProblem>,
+}
+
+/// Reads `rows` with `mapping` and resolves them (see `people_sync::resolve`).
+pub async fn sort_rows<C: ConnectionTrait>(
+    db: &C,
+    mapping: &ColumnMapping,
+    rows: Vec<CsvRow>,
+) -> Result<SortedRows, CaseloadError> {
+    let mut problems = Vec::new();
+    let mut lines = Vec::with_capacity(rows.len());
+    let mut records: Vec<PersonRecord> = Vec::with_capacity(rows.len());
+    for row in rows {
+        match row.fields {
+            Ok(fields) if is_blank(&fields) => {}
+            Ok(fields) => {
+                lines.push(row.line);
+                records.push(mapping.record(&fields));
+            }
+            Err(message) => problems.push(RowProblem {
+                line: row.line,
+                school_id: None,
+                message,
+            }),
+        }
+    }
+    let resolved = resolve(db, &records).await?;
+    let mut sorted = Vec::with_capacity(records.len());
+    for ((line, record), outcome) in lines.into_iter().zip(&records).zip(resolved) {
+        match outcome {
+            Ok(resolved) => sorted.push((line, resolved)),
+            Err(fields) => problems.push(RowProblem {
+                line,
+                school_id: Some(record.school_id.trim().to_owned()).filter(|id| !id.is_empty()),
+                message: describe(&fields),
+            }),
+        }
+    }
+    problems.sort_by_key(|problem| problem.line);
+    Ok(SortedRows {
+        records: sorted,
+        problems,
+    })
+}
+
+/// A record's problems in one line: `coach: no staff user is called "x"; email: …`.
+fn describe(fields: &RecordProblems) -> String {
+    fields
+        .iter()
+        .map(|(field, problem)| format!("{field}: {problem}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Claims each record's school id for `import_id`; the records whose school id an earlier
+/// row claimed come back as problems and are dropped from `records`.
+pub async fn claim_school_ids<C: ConnectionTrait>(
+    db: &C,
+    import_id: Uuid,
+    records: &mut Vec<(u64, ResolvedRecord)>,
+) -> Result<Vec<RowProblem>, CaseloadError> {
+    let mut claimed: HashSet<String> = HashSet::with_capacity(records.len());
+    for chunk in records.chunks(500) {
+        let mut insert = Query::insert();
+        insert
+            .into_table("people_import_seen")
+            .columns(["import_id", "school_id"])
+            .on_conflict(
+                OnConflict::columns(["import_id", "school_id"])
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .returning_col("school_id");
+        for (_, record) in chunk {
+            insert.values_panic([import_id.into(), record.school_id.clone().into()]);
+        }
+        for row in db.query_all(&insert).await? {
+            claimed.insert(row.try_get_by_index::<String>(0)?);
+        }
+    }
+    let mut problems = Vec::new();
+    records.retain(|(line, record)| {
+        let first = claimed.contains(&record.school_id);
+        if !first {
+            problems.push(RowProblem {
+                line: *line,
+                school_id: Some(record.school_id.clone()),
+                message: format!(
+                    "school_id: {:?} appears on an earlier row of the file",
+                    record.school_id
+                ),
+            });
+        }
+        first
+    });
+    Ok(problems)
+}
+
+/// Records `problems` for the import's error report (a batch run again finds its own rows).
+pub async fn record_problems<C: ConnectionTrait>(
+    db: &C,
+    import_id: Uuid,
+    problems: &[RowProblem],
+) -> Result<(), CaseloadError> {
+    for chunk in problems.chunks(500) {
+        let mut insert = Query::insert();
+        insert
+            .into_table("people_import_problem")
+            .columns(["import_id", "line", "school_id", "message"])
+            .on_conflict(
+                OnConflict::columns(["import_id", "line"])
+                    .do_nothing()
+                    .to_owned(),
+            );
+        for problem in chunk {
+            insert.values_panic([
+                import_id.into(),
+                (problem.line as i64).into(),
+                problem.school_id.clone().into(),
+                problem.message.clone().into(),
+            ]);
+        }
+        db.execute(&insert).await?;
+    }
+    Ok(())
+}
+
+/// The import's problems from line `after_line` on, at most `limit`, by line.
+pub async fn problems_after<C: ConnectionTrait>(
+    db: &C,
+    import_id: Uuid,
+    after_line: u64,
+    limit: u64,
+) -> Result<Vec<RowProblem>, CaseloadError> {
+    let mut select = Query::select();
+    select
+        .columns(["line", "school_id", "message"])
+        .from("people_import_problem")
+        .and_where(Expr::col("import_id").eq(import_id))
+        .and_where(Expr::col("line").gt(after_line as i64))
+        .order_by("line", sea_orm::Order::Asc)
+        .limit(limit);
+    let rows = db
+        .query_all_raw(StatementBuilder::build(&select, &db.get_database_backend()))
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(RowProblem {
+                line: row.try_get::<i64>("", "line")? as u64,
+                school_id: row.try_get("", "school_id")?,
+                message: row.try_get("", "message")?,
+            })
+        })
+        .collect()
+}
+
+/// School ids of up to `limit` people not retired whom the import did not claim, after
+/// `after` (by school id): whom a full sync retires next.
+pub async fn unclaimed_after<C: ConnectionTrait>(
+    db: &C,
+    import_id: Uuid,
+    after: &str,
+    limit: u64,
+) -> Result<Vec<String>, CaseloadError> {
+    let mut claimed = Query::select();
+    claimed
+        .expr(Expr::val(1))
+        .from("people_import_seen")
+        .and_where(Expr::col(("people_import_seen", "import_id")).eq(import_id))
+        .and_where(Expr::col(("people_import_seen", "school_id")).equals(("person", "school_id")));
+    let mut select = Query::select();
+    select
+        .column(("person", "school_id"))
+        .from("person")
+        .and_where(Expr::col(("person", "program_status")).ne(RETIRED_STATUS))
+        .and_where(Expr::col(("person", "school_id")).gt(after))
+        .and_where(Expr::exists(claimed).not())
+        .order_by(("person", "school_id"), sea_orm::Order::Asc)
+        .limit(limit);
+    let rows = db
+        .query_all_raw(StatementBuilder::build(&select, &db.get_database_backend()))
+        .await?;
+    rows.iter()
+        .map(|row| Ok(row.try_get_by_index::<String>(0)?))
+        .collect()
+}
+
+fn file_problem(problem: FileProblem) -> CaseloadError {
+    CaseloadError::Invalid(problem.to_string())
+}

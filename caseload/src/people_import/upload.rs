@@ -1,0 +1,185 @@
+//! An uploaded file, kept in the database in chunks of [`CHUNK_BYTES`], so any node of a
+//! cluster can run its import, a backup holds it, and it is never held whole in memory:
+//! it is written a chunk at a time as it arrives and read a window at a time.
+
+use chrono::Utc;
+use sea_orm::sea_query::{Expr, ExprTrait, Query};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, StatementBuilder, Value};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+
+/// The bytes of one stored chunk.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// An upload's row, created before its first chunk.
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+pub struct Upload {
+    pub id: Uuid,
+    pub created_by: Uuid,
+    pub file_name: String,
+    /// Bytes stored so far; the whole file once the upload is finished.
+    pub byte_size: i64,
+    pub finished: bool,
+}
+
+impl Upload {
+    /// The bytes stored.
+    pub fn size(&self) -> u64 {
+        u64::try_from(self.byte_size).unwrap_or(0)
+    }
+}
+
+/// Starts an upload of `file_name` by `user_id`.
+pub async fn begin_upload<C: ConnectionTrait>(
+    db: &C,
+    user_id: Uuid,
+    file_name: &str,
+) -> Result<Uuid, CaseloadError> {
+    let id = Uuid::now_v7();
+    let mut insert = Query::insert();
+    insert
+        .into_table("people_import")
+        .columns([
+            "id",
+            "created_by",
+            "created_at",
+            "file_name",
+            "byte_size",
+            "finished",
+        ])
+        .values_panic([
+            id.into(),
+            user_id.into(),
+            Utc::now().into(),
+            file_name.chars().take(200).collect::<String>().into(),
+            0i64.into(),
+            false.into(),
+        ]);
+    db.execute(&insert).await?;
+    Ok(id)
+}
+
+/// Stores chunk number `seq` (from 0) of the upload; every chunk but the last is
+/// [`CHUNK_BYTES`] long.
+pub async fn store_chunk<C: ConnectionTrait>(
+    db: &C,
+    upload_id: Uuid,
+    seq: i64,
+    bytes: Vec<u8>,
+) -> Result<(), CaseloadError> {
+    let length = bytes.len() as i64;
+    let mut insert = Query::insert();
+    insert
+        .into_table("people_import_chunk")
+        .columns(["import_id", "seq", "data"])
+        .values_panic([upload_id.into(), seq.into(), bytes.into()]);
+    db.execute(&insert).await?;
+    let mut grow = Query::update();
+    grow.table("people_import")
+        .value("byte_size", Expr::col("byte_size").add(length))
+        .and_where(Expr::col("id").eq(upload_id));
+    db.execute(&grow).await?;
+    Ok(())
+}
+
+/// Marks the upload whole: from now on it can be previewed and imported.
+pub async fn finish_upload<C: ConnectionTrait>(
+    db: &C,
+    upload_id: Uuid,
+) -> Result<(), CaseloadError> {
+    let mut update = Query::update();
+    update
+        .table("people_import")
+        .value("finished", true)
+        .and_where(Expr::col("id").eq(upload_id));
+    db.execute(&update).await?;
+    Ok(())
+}
+
+/// The upload, if it exists.
+pub async fn find_upload<C: ConnectionTrait>(
+    db: &C,
+    upload_id: Uuid,
+) -> Result<Option<Upload>, CaseloadError> {
+    let mut select = Query::select();
+    select
+        .columns(["id", "created_by", "file_name", "byte_size", "finished"])
+        .from("people_import")
+        .and_where(Expr::col("id").eq(upload_id));
+    Ok(
+        Upload::find_by_statement(StatementBuilder::build(&select, &db.get_database_backend()))
+            .one(db)
+            .await?,
+    )
+}
+
+/// Up to `length` bytes of the upload from `offset`, and whether they reach its end.
+pub async fn read_window<C: ConnectionTrait>(
+    db: &C,
+    upload: &Upload,
+    offset: u64,
+    length: usize,
+) -> Result<(Vec<u8>, bool), CaseloadError> {
+    let size = upload.size();
+    let end = Ord::min(size, offset + length as u64);
+    if offset >= end {
+        return Ok((Vec::new(), true));
+    }
+    let first = (offset / CHUNK_BYTES as u64) as i64;
+    let last = ((end - 1) / CHUNK_BYTES as u64) as i64;
+    let mut select = Query::select();
+    select
+        .column("data")
+        .from("people_import_chunk")
+        .and_where(Expr::col("import_id").eq(upload.id))
+        .and_where(Expr::col("seq").between(first, last))
+        .order_by("seq", sea_orm::Order::Asc);
+    let rows = db
+        .query_all_raw(StatementBuilder::build(&select, &db.get_database_backend()))
+        .await?;
+    let mut bytes = Vec::with_capacity((end - offset) as usize);
+    let skip = (offset - first as u64 * CHUNK_BYTES as u64) as usize;
+    for (index, row) in rows.iter().enumerate() {
+        let data: Vec<u8> = row.try_get("", "data")?;
+        let from = if index == 0 {
+            Ord::min(skip, data.len())
+        } else {
+            0
+        };
+        bytes.extend_from_slice(&data[from..]);
+    }
+    bytes.truncate((end - offset) as usize);
+    if bytes.len() as u64 != end - offset {
+        return Err(CaseloadError::Db(DbErr::Custom(format!(
+            "upload {} is missing chunks {first}..={last}",
+            upload.id
+        ))));
+    }
+    Ok((bytes, end == size))
+}
+
+/// Deletes the upload and everything kept for it (its chunks, claims and problems).
+pub async fn delete_upload<C: ConnectionTrait>(
+    db: &C,
+    upload_id: Uuid,
+) -> Result<(), CaseloadError> {
+    for table in [
+        "people_import_problem",
+        "people_import_seen",
+        "people_import_chunk",
+        "people_import",
+    ] {
+        let column = if table == "people_import" {
+            "id"
+        } else {
+            "import_id"
+        };
+        let mut delete = Query::delete();
+        delete
+            .from_table(table)
+            .and_where(Expr::col(column).eq(Value::from(upload_id)));
+        db.execute(&delete).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! People brought in from the school's own records and kept in step with them: records
+//! upserted by `school_id`, and people retired (moved to `RETIRED`, their history kept;
+//! nobody with history is ever deleted).
+//!
+//! A batch is [`resolve`]d first (each record checked alone, against the others and against
+//! the database's statuses and coaches), then [`apply`]'d inside the caller's transaction:
+//! one read of the people it names, an insert for the new ones, an update only for those
+//! whose record differs, and a history row for each status that moved. Applying the same
+//! records again writes nothing and counts every one unchanged.
+
+use std::collections::{HashMap, HashSet};
+
+use bulkq_types::person_records::{PersonRecord, RETIRED_STATUS, SyncOutcome};
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
+};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::entity::{person, program_status, program_status_change as history, staff_user};
+
+/// Why a status moved when a record brought it in step.
+pub const SYNC_REASON: &str = "kept in step with the school's records";
+/// Why a status moved to `RETIRED`.
+pub const RETIRE_REASON: &str = "retired: no longer in the school's records";
+/// Rows per multi-row INSERT (SQLite allows 32,766 parameters; a person has 9 columns).
+const INSERT_CHUNK: usize = 500;
+
+/// A record that passed every check, trimmed, with its coach found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRecord {
+    pub school_id: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub program_status: String,
+    pub coach_id: Option<Uuid>,
+}
+
+impl ResolvedRecord {
+    /// Whether the stored person already is what the record says.
+    fn matches(&self, row: &person::Model) -> bool {
+        row.first_name == self.first_name
+            && row.last_name == self.last_name
+            && row.email == self.email
+            && row.program_status == self.program_status
+            && row.coach_id == self.coach_id
+    }
+}
+
+/// What [`apply`] would do with each record, without writing anything, and how many of the
+/// records name people who are not retired (what a full sync keeps).
+pub async fn outcomes<C: ConnectionTrait>(
+    db: &C,
+    records: &[ResolvedRecord],
+) -> Result<(Vec<SyncOutcome>, u64), CaseloadError> {
+    let existing = people_by_school_id(db, records.iter().map(|r| r.school_id.clone())).await?;
+    let mut kept_unretired = 0;
+    let outcomes = records
+        .iter()
+        .map(|record| match existing.get(&record.school_id) {
+            None => SyncOutcome::Created,
+            Some(row) => {
+                if row.program_status != RETIRED_STATUS {
+                    kept_unretired += 1;
+                }
+                if record.matches(row) {
+                    SyncOutcome::Unchanged
+                } else {
+                    SyncOutcome::Changed
+                }
+            }
+        })
+        .collect();
+    Ok((outcomes, kept_unretired))
+}
+
+/// How many people are not retired: what a full sync would retire if its file named none.
+pub async fn unretired_count<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
+    use sea_orm::PaginatorTrait;
+    Ok(person::Entity::find()
+        .filter(person::Column::ProgramStatus.ne(RETIRED_STATUS))
+        .count(db)
+        .await?)
+}
+
+/// A record's problems, by field.
+pub type RecordProblems = Vec<(&'static str, String)>;
+
+/// Checks every record: alone, against the earlier records of the batch (a school id
+/// twice), and against the database (an unknown status or coach).
+pub async fn resolve<C: ConnectionTrait>(
+    db: &C,
+    records: &[PersonRecord],
+) -> Result<Vec<Result<ResolvedRecord, RecordProblems>>, CaseloadError> {
+    let statuses: HashSet<String> = program_status::Entity::find()
+        .select_only()
+        .column(program_status::Column::Code)
+        .into_tuple()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    let usernames: HashSet<&str> = records
+        .iter()
+        .filter_map(|record| record.coach.as_deref().map(str::trim))
+        .filter(|name| !name.is_empty())
+        .collect();
+    let coaches: HashMap<String, Uuid> = if usernames.is_empty() {
+        HashMap::new()
+    } else {
+        staff_user::Entity::find()
+            .select_only()
+            .column(staff_user::Column::Username)
+            .column(staff_user::Column::Id)
+            .filter(staff_user::Column::Username.is_in(usernames))
+            .into_tuple()
+            .all(db)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let mut first_seen: HashMap<String, usize> = HashMap::new();
+    Ok(records
+        .iter()
+        .enumerate()
+        .map(|(index, record)| {
+            let mut problems = record.problems();
+            let school_id = record.school_id.trim().to_owned();
+            if let Some(first) = first_seen.get(&school_id) {
+                problems.push((
+                    "school_id",
+                    format!(
+                        "school id {school_id:?} already appears in record {}",
+                        first + 1
+                    ),
+                ));
+            } else {
+                first_seen.insert(school_id.clone(), index);
+            }
+            let status = record.program_status.trim();
+            if !problems.iter().any(|(field, _)| *field == "program_status")
+                && !statuses.contains(status)
+            {
+                problems.push((
+                    "program_status",
+                    format!("unknown program status {status:?}"),
+                ));
+            }
+            let coach = record
+                .coach
+                .as_deref()
+                .map(str::trim)
+                .filter(|c| !c.is_empty());
+            let coach_id = coach.and_then(|name| coaches.get(name).copied());
+            if let Some(name) = coach
+                && coach_id.is_none()
+                && !problems.iter().any(|(field, _)| *field == "coach")
+            {
+                problems.push(("coach", format!("no staff user is called {name:?}")));
+            }
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            let email = record
+                .email
+                .as_deref()
+                .map(str::trim)
+                .filter(|e| !e.is_empty());
+            Ok(ResolvedRecord {
+                school_id,
+                first_name: record.first_name.trim().to_owned(),
+                last_name: record.last_name.trim().to_owned(),
+                email: email.map(str::to_owned),
+                program_status: status.to_owned(),
+                coach_id,
+            })
+        })
+        .collect())
+}
+
+/// Brings the people of `records` in step, acting as `actor_id` (and for `task_id`, when a
+/// task does it), and says what happened to each, in order.
+pub async fn apply<C: ConnectionTrait>(
+    db: &C,
+    actor_id: Uuid,
+    records: &[ResolvedRecord],
+    task_id: Option<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<Vec<SyncOutcome>, CaseloadError> {
+    let existing = people_by_school_id(db, records.iter().map(|r| r.school_id.clone())).await?;
+    let mut outcomes = Vec::with_capacity(records.len());
+    let mut new_rows = Vec::new();
+    let mut moved = Vec::new();
+    for record in records {
+        let Some(row) = existing.get(&record.school_id) else {
+            new_rows.push(person::ActiveModel {
+                id: Set(Uuid::now_v7()),
+                school_id: Set(record.school_id.clone()),
+                first_name: Set(record.first_name.clone()),
+                last_name: Set(record.last_name.clone()),
+                email: Set(record.email.clone()),
+                program_status: Set(record.program_status.clone()),
+                coach_id: Set(record.coach_id),
+                updated_by: Set(Some(actor_id)),
+                updated_at: Set(now),
+            });
+            outcomes.push(SyncOutcome::Created);
+            continue;
+        };
+        if record.matches(row) {
+            outcomes.push(SyncOutcome::Unchanged);
+            continue;
+        }
+        if row.program_status != record.program_status {
+            moved.push((
+                row.id,
+                row.program_status.clone(),
+                record.program_status.clone(),
+            ));
+        }
+        person::Entity::update_many()
+            .set(person::ActiveModel {
+                first_name: Set(record.first_name.clone()),
+                last_name: Set(record.last_name.clone()),
+                email: Set(record.email.clone()),
+                program_status: Set(record.program_status.clone()),
+                coach_id: Set(record.coach_id),
+                updated_by: Set(Some(actor_id)),
+                updated_at: Set(now),
+                ..Default::default()
+            })
+            .filter(person::Column::Id.eq(row.id))
+            .exec(db)
+            .await?;
+        outcomes.push(SyncOutcome::Changed);
+    }
+    for chunk in new_rows.chunks(INSERT_CHUNK) {
+        person::Entity::insert_many(chunk.to_vec()).exec(db).await?;
+    }
+    record_history(db, actor_id, &moved, SYNC_REASON, task_id, now).await?;
+    Ok(outcomes)
+}
+
+/// Moves the people with these school ids to `RETIRED`; for each, `None` when nobody has
+/// that school id, `Unchanged` when they were retired already.
+pub async fn retire<C: ConnectionTrait>(
+    db: &C,
+    actor_id: Uuid,
+    school_ids: &[String],
+    task_id: Option<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Option<SyncOutcome>>, CaseloadError> {
+    let existing = people_by_school_id(db, school_ids.iter().cloned()).await?;
+    let mut moved = Vec::new();
+    let outcomes = school_ids
+        .iter()
+        .map(|school_id| {
+            let row = existing.get(school_id)?;
+            if row.program_status == RETIRED_STATUS {
+                return Some(SyncOutcome::Unchanged);
+            }
+            moved.push((
+                row.id,
+                row.program_status.clone(),
+                RETIRED_STATUS.to_owned(),
+            ));
+            Some(SyncOutcome::Retired)
+        })
+        .collect();
+    if !moved.is_empty() {
+        person::Entity::update_many()
+            .set(person::ActiveModel {
+                program_status: Set(RETIRED_STATUS.to_owned()),
+                updated_by: Set(Some(actor_id)),
+                updated_at: Set(now),
+                ..Default::default()
+            })
+            .filter(person::Column::Id.is_in(moved.iter().map(|(id, ..)| *id)))
+            .exec(db)
+            .await?;
+    }
+    record_history(db, actor_id, &moved, RETIRE_REASON, task_id, now).await?;
+    Ok(outcomes)
+}
+
+/// The people with these school ids, by school id.
+async fn people_by_school_id<C: ConnectionTrait>(
+    db: &C,
+    school_ids: impl IntoIterator<Item = String>,
+) -> Result<HashMap<String, person::Model>, CaseloadError> {
+    let school_ids: Vec<String> = school_ids.into_iter().collect();
+    let mut found = HashMap::with_capacity(school_ids.len());
+    for chunk in school_ids.chunks(INSERT_CHUNK * 10) {
+        let rows = person::Entity::find()
+            .filter(person::Column::SchoolId.is_in(chunk.iter().cloned()))
+            .all(db)
+            .await?;
+        found.extend(rows.into_iter().map(|row| (row.school_id.clone(), row)));
+    }
+    Ok(found)
+}
+
+/// One history row per `(person, from, to)` status move.
+async fn record_history<C: ConnectionTrait>(
+    db: &C,
+    actor_id: Uuid,
+    moved: &[(Uuid, String, String)],
+    reason: &str,
+    task_id: Option<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<(), CaseloadError> {
+    let rows: Vec<history::ActiveModel> = moved
+        .iter()
+        .map(|(person_id, from, to)| history::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            person_id: Set(*person_id),
+            from_status: Set(from.clone()),
+            to_status: Set(to.clone()),
+            reason: Set(reason.to_owned()),
+            changed_by: Set(actor_id),
+            changed_at: Set(now),
+            task_id: Set(task_id),
+        })
+        .collect();
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        history::Entity::insert_many(chunk.to_vec())
+            .exec(db)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! What admins do to staff accounts (list, disable, enable, change a role, reset a
+//! password) and what users do to their own (change their password).
+//!
+//! Every change runs on the caller's connection, which should be a write transaction: the
+//! "at least one enabled admin" rule reads the admins with row locks (PostgreSQL) or under
+//! the one writer (SQLite), so two admins demoting each other at once cannot both succeed.
+//! Ending the sessions of a disabled or reset user is the web layer's part: it owns the
+//! session table.
+
+pub use bulkq_types::accounts::Account;
+use chrono::Utc;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use uuid::Uuid;
+
+use super::password::{hash_password, verify_password};
+use super::{
+    NewStaffUser, Role, StaffUser, create_user, find_by_username, generate_password,
+    password_policy,
+};
+use crate::CaseloadError;
+use crate::entity::staff_user;
+
+impl TryFrom<staff_user::Model> for Account {
+    type Error = CaseloadError;
+
+    fn try_from(row: staff_user::Model) -> Result<Self, Self::Error> {
+        Ok(Account {
+            id: row.id,
+            role: row.role.parse()?,
+            username: row.username,
+            display_name: row.display_name,
+            created_at: row.created_at,
+            disabled_at: row.disabled_at,
+            must_change_password: row.must_change_password,
+        })
+    }
+}
+
+/// Creates an account with a generated one-time password, to be changed at its first
+/// sign-in, and returns it with that password (the only time it is shown).
+pub async fn create_account<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    display_name: &str,
+    role: Role,
+) -> Result<(Account, String), CaseloadError> {
+    let password = generate_password();
+    let user = create_user(
+        db,
+        NewStaffUser {
+            username: username.to_owned(),
+            display_name: display_name.to_owned(),
+            role,
+            password: password.clone(),
+        },
+    )
+    .await?;
+    update(db, user.id, staff_user::Column::MustChangePassword, true).await?;
+    Ok((find_account(db, &user.username).await?, password))
+}
+
+/// Every account, by username.
+pub async fn list_accounts<C: ConnectionTrait>(db: &C) -> Result<Vec<Account>, CaseloadError> {
+    staff_user::Entity::find()
+        .order_by_asc(staff_user::Column::Username)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(Account::try_from)
+        .collect()
+}
+
+/// The account with this username, disabled or not.
+pub async fn find_account<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+) -> Result<Account, CaseloadError> {
+    find_by_username(db, username.trim())
+        .await?
+        .ok_or_else(|| CaseloadError::Invalid(format!("no user is called {:?}", username.trim())))?
+        .try_into()
+}
+
+/// Disables (`true`) or enables an account; disabling the last enabled admin is refused.
+/// Returns the account as it now is.
+pub async fn set_disabled<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    disabled: bool,
+) -> Result<Account, CaseloadError> {
+    let account = find_account(db, username).await?;
+    if disabled && account.role == Role::Admin && account.disabled_at.is_none() {
+        ensure_another_admin(db, account.id, "disabled").await?;
+    }
+    let disabled_at = match (disabled, account.disabled_at) {
+        (true, Some(since)) => Some(since),
+        (true, None) => Some(Utc::now()),
+        (false, _) => None,
+    };
+    update(db, account.id, staff_user::Column::DisabledAt, disabled_at).await?;
+    find_account(db, username).await
+}
+
+/// Gives an account a new role; demoting the last enabled admin is refused.
+pub async fn set_role<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    role: Role,
+) -> Result<Account, CaseloadError> {
+    let account = find_account(db, username).await?;
+    if account.role == Role::Admin && role != Role::Admin && account.disabled_at.is_none() {
+        ensure_another_admin(db, account.id, "made staff").await?;
+    }
+    update(db, account.id, staff_user::Column::Role, role.as_str()).await?;
+    find_account(db, username).await
+}
+
+/// Gives an account a generated one-time password that must be changed at the next sign-in,
+/// and returns it (the only time it is shown).
+pub async fn reset_password<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+) -> Result<(Account, String), CaseloadError> {
+    let account = find_account(db, username).await?;
+    let password = generate_password();
+    let hash = hash_password(password.clone()).await?;
+    staff_user::Entity::update_many()
+        .col_expr(staff_user::Column::PasswordHash, Expr::value(hash))
+        .col_expr(staff_user::Column::MustChangePassword, Expr::value(true))
+        .filter(staff_user::Column::Id.eq(account.id))
+        .exec(db)
+        .await?;
+    Ok((find_account(db, username).await?, password))
+}
+
+/// A user's own password change: the current password must be right and the new one must
+/// pass the policy (and differ from the current one).
+pub async fn change_password<C: ConnectionTrait>(
+    db: &C,
+    user: &StaffUser,
+    current: &str,
+    new: &str,
+) -> Result<(), CaseloadError> {
+    let row = staff_user::Entity::find_by_id(user.id)
+        .one(db)
+        .await?
+        .ok_or(CaseloadError::UnknownUser(user.id))?;
+    if !verify_password(current.to_owned(), row.password_hash).await? {
+        return Err(CaseloadError::Invalid(
+            "the current password is not right".into(),
+        ));
+    }
+    if current == new {
+        return Err(CaseloadError::Invalid(
+            "the new password must differ from the current one".into(),
+        ));
+    }
+    password_policy::check(new, &user.username)?;
+    let hash = hash_password(new.to_owned()).await?;
+    staff_user::Entity::update_many()
+        .col_expr(staff_user::Column::PasswordHash, Expr::value(hash))
+        .col_expr(staff_user::Column::MustChangePassword, Expr::value(false))
+        .filter(staff_user::Column::Id.eq(user.id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// Refuses a change that would leave no enabled admin but `admin_id`'s account.
+async fn ensure_another_admin<C: ConnectionTrait>(
+    db: &C,
+    admin_id: Uuid,
+    change: &str,
+) -> Result<(), CaseloadError> {
+    let enabled_admins: Vec<Uuid> = staff_user::Entity::find()
+        .select_only()
+        .column(staff_user::Column::Id)
+        .filter(staff_user::Column::Role.eq(Role::Admin.as_str()))
+        .filter(staff_user::Column::DisabledAt.is_null())
+        .lock_exclusive()
+        .into_tuple()
+        .all(db)
+        .await?;
+    if enabled_admins.iter().any(|id| *id != admin_id) {
+        Ok(())
+    } else {
+        Err(CaseloadError::Invalid(format!(
+            "the last enabled admin cannot be {change}; make another admin first"
+        )))
+    }
+}
+
+/// Sets one column of one account.
+async fn update<C: ConnectionTrait>(
+    db: &C,
+    id: Uuid,
+    column: staff_user::Column,
+    value: impl Into<sea_orm::Value>,
+) -> Result<(), CaseloadError> {
+    staff_user::Entity::update_many()
+        .col_expr(column, Expr::value(value))
+        .filter(staff_user::Column::Id.eq(id))
+        .exec(db)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! The CSV import of people from a shell (`bulkq import people`): a file with every kind of
+//! bad row imports exactly its good ones and reports the rest by line, the same file again
+//! changes nothing, a full sync retires who the file lacks, an import handed back part way
+//! resumes without applying a row twice, and files that cannot be read apply nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bulkq_types::actions::PEOPLE_IMPORT;
+use caseload::people_import::preview::preview;
+use caseload::people_import::upload::{begin_upload, find_upload, finish_upload, store_chunk};
+use caseload::people_import::{ImportProgress, ImportSpec};
+use caseload::users::Role;
+use migration::Migrator;
+use queue::testing::{TestDatabase, fast_config, wait_until};
+use queue::{NewTask, Registry, Runtime, Store, TaskStatus};
+use server::config::ImportPeopleArgs;
+use server::import_command::import_people;
+
+use crate::helpers::*;
+
+queue::backend_tests!(Migrator =>
+    a_file_with_every_bad_row_imports_its_good_rows_once,
+    an_import_handed_back_part_way_resumes_where_it_stopped,
+    files_that_cannot_be_read_apply_nothing,
+);
+
+/// Good rows S1, S2 (with a quoted newline in a column the import ignores) and S7; bad
+/// rows of every kind; a byte order mark, CRLF line ends and a blank line.
+fn messy_file() -> Vec<u8> {
+    let mut file = b"\xEF\xBB\xBF".to_vec();
+    file.extend_from_slice(
+        b"Student ID,First name,Last name,Email,Status,Coach,Notes\r\n\
+S1,Ada,Lovelace,ada@example.edu,ACTIVE,sam,\r\n\
+S2,Alan,Turing,,ACTIVE,,\"two\r\nlines\"\r\n\
+S3,Grace,Hopper,,ON_MARS,,\r\n\
+S1,Ada,Again,,ACTIVE,,\r\n\
+S4,Edsger,Dijkstra,,ACTIVE,nobody,\r\n\
+S5,=HYPERLINK(\"x\"),Evil,,ACTIVE,,\r\n\
+S6,Jos\xE9,Latin,,ACTIVE,,\r\n\
+\r\n\
+S7,Barbara,Liskov,,GRADUATED,,\r\n",
+    );
+    file
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn args(file: PathBuf) -> ImportPeopleArgs {
+    ImportPeopleArgs {
+        file,
+        as_user: "ada".into(),
+        dry_run: false,
+        full_sync: false,
+        max_bytes: 1 << 20,
+        batch_size: 2,
+        report: None,
+    }
+}
+
+async fn a_file_with_every_bad_row_imports_its_good_rows_once(db: TestDatabase) {
+    add_user(&db, "sam", Role::Staff).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "people.csv", &messy_file());
+
+    import_people(
+        &db.url,
+        ImportPeopleArgs {
+            dry_run: true,
+            ..args(file.clone())
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM person").await,
+        0,
+        "a dry run changes nothing"
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM people_import").await,
+        0,
+        "nor keeps the file"
+    );
+
+    let report = dir.path().join("problems.csv");
+    import_people(
+        &db.url,
+        ImportPeopleArgs {
+            report: Some(report.clone()),
+            ..args(file.clone())
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 3);
+    assert_eq!(
+        db.scalar(
+            "SELECT COUNT(*) FROM person p JOIN staff_user u ON u.id = p.coach_id \
+                   WHERE p.school_id = 'S1' AND p.last_name = 'Lovelace' AND u.username = 'sam'"
+        )
+        .await,
+        1,
+        "the first S1 is imported, the repeat is not"
+    );
+    let report = std::fs::read_to_string(&report).unwrap();
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines[0], "line,school_id,problem");
+    let problem_lines: Vec<&str> = lines[1..]
+        .iter()
+        .map(|line| line.split(',').next().unwrap())
+        .collect();
+    assert_eq!(problem_lines, ["5", "6", "7", "8", "9"], "{report}");
+    for words in ["ON_MARS", "earlier row", "nobody", "formula", "not UTF-8"] {
+        assert!(report.contains(words), "{words} in {report}");
+    }
+
+    // The same file again changes nothing.
+    let changes = db
+        .scalar("SELECT COUNT(*) FROM program_status_change")
+        .await;
+    import_people(&db.url, args(file.clone())).await.unwrap();
+    let progress = last_import_progress(&db).await;
+    assert_eq!(
+        (
+            progress.counts.created,
+            progress.counts.changed,
+            progress.counts.unchanged
+        ),
+        (0, 0, 3)
+    );
+    assert_eq!(progress.problems, 5);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM program_status_change")
+            .await,
+        changes
+    );
+
+    // A full sync of a file without S7 retires S7 only.
+    let fewer =
+        String::from_utf8_lossy(&messy_file()).replace("S7,Barbara,Liskov,,GRADUATED,,\r\n", "");
+    let fewer = write(dir.path(), "fewer.csv", fewer.as_bytes());
+    import_people(
+        &db.url,
+        ImportPeopleArgs {
+            full_sync: true,
+            ..args(fewer)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(last_import_progress(&db).await.counts.retired, 1);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM person WHERE program_status = 'RETIRED'")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.scalar(
+            "SELECT COUNT(*) FROM person WHERE school_id = 'S7' AND program_status = 'RETIRED'"
+        )
+        .await,
+        1
+    );
+}
+
+/// The progress of the import task finished last.
+async fn last_import_progress(db: &TestDatabase) -> ImportProgress {
+    let store = Store::new(db.conn.clone());
+    let tasks = store
+        .task_list(
+            &queue::TaskFilter {
+                component: Some(PEOPLE_IMPORT.into()),
+                ..Default::default()
+            },
+            queue::Page::first(1),
+        )
+        .await
+        .unwrap();
+    ImportProgress::of(&tasks[0].execution_state)
+}
+
+async fn an_import_handed_back_part_way_resumes_where_it_stopped(db: TestDatabase) {
+    add_user(&db, "sam", Role::Staff).await;
+    let admin = add_user(&db, "ada", Role::Admin).await;
+    let mut csv = b"school_id,first_name,last_name,program_status\n".to_vec();
+    for n in 0..1_500 {
+        csv.extend_from_slice(format!("R{n},First{n},Last{n},ACTIVE\n").as_bytes());
+    }
+    csv.extend_from_slice(b"R3,Again,Repeat,ACTIVE\n");
+    let upload_id = begin_upload(&db.conn, admin.id, "many.csv").await.unwrap();
+    store_chunk(&db.conn, upload_id, 0, csv).await.unwrap();
+    finish_upload(&db.conn, upload_id).await.unwrap();
+    let upload = find_upload(&db.conn, upload_id).await.unwrap().unwrap();
+    let seen = preview(&db.conn, &upload, None, false).await.unwrap();
+    assert_eq!(
+        (seen.rows, seen.counts.created, seen.problem_count),
+        (1_501, 1_500, 1)
+    );
+    let spec = ImportSpec {
+        upload_id,
+        file_name: upload.file_name.clone(),
+        mapping: seen.mapping,
+        full_sync: false,
+        first_row: seen.first_row,
+        rows: seen.rows,
+    };
+    let store = Store::new(db.conn.clone());
+    let mut txn = store.begin_queue().await.unwrap();
+    let task = txn
+        .enqueue(NewTask::new(
+            PEOPLE_IMPORT,
+            serde_json::to_value(&spec).unwrap(),
+            admin.id,
+        ))
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+
+    let mut events = store.subscribe().await.unwrap();
+    let registry = || {
+        let mut registry = Registry::new();
+        caseload::actions::executors_for_import(&mut registry, 3);
+        registry
+    };
+    let first = Runtime::start(fast_config("import-a"), store.clone(), registry())
+        .await
+        .unwrap();
+    wait_until(
+        &mut events,
+        Duration::from_secs(60),
+        "a few batches are in",
+        async || {
+            let task = store.task_get(task.id).await.unwrap().unwrap();
+            task.progress_done >= 9
+        },
+    )
+    .await;
+    // No grace: the running import is handed back at its next batch.
+    first.shutdown(Duration::ZERO).await;
+    let handed_back = store.task_get(task.id).await.unwrap().unwrap();
+    assert!(
+        handed_back.progress_done < 1_501,
+        "stopped part way: {}",
+        handed_back.progress_done
+    );
+
+    let second = Runtime::start(fast_config("import-b"), store.clone(), registry())
+        .await
+        .unwrap();
+    wait_until(
+        &mut events,
+        Duration::from_secs(60),
+        "the import finished",
+        async || {
+            let task = store.task_get(task.id).await.unwrap().unwrap();
+            task.workflow_status == TaskStatus::Completed
+        },
+    )
+    .await;
+    second.shutdown(Duration::from_secs(5)).await;
+    let done = ImportProgress::of(
+        &store
+            .task_get(task.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .execution_state,
+    );
+    assert_eq!(
+        (done.rows, done.counts.created, done.problems),
+        (1_501, 1_500, 1)
+    );
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 1_500);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM people_import_problem")
+            .await,
+        1
+    );
+}
+
+async fn files_that_cannot_be_read_apply_nothing(db: TestDatabase) {
+    add_user(&db, "ada", Role::Admin).await;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes, words) in [
+        ("empty.csv", b"".to_vec(), "empty"),
+        ("utf16.csv", b"\xFF\xFEs\0c\0".to_vec(), "UTF-16"),
+        (
+            "columns.csv",
+            b"id,name\n1,Ada\n".to_vec(),
+            "required field",
+        ),
+        ("big.csv", vec![b'x'; 2 << 20], "over the limit"),
+    ] {
+        let file = write(dir.path(), name, &bytes);
+        let error = import_people(&db.url, args(file)).await.unwrap_err();
+        assert!(format!("{error:#}").contains(words), "{name}: {error:#}");
+    }
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 0);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM people_import").await,
+        0,
+        "nothing kept"
+    );
+}
