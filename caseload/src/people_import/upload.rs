@@ -159,6 +159,22 @@ pub async fn read_window<C: ConnectionTrait>(
     Ok((bytes, end == size))
 }
 
+/// Deletes what a finished import no longer needs: the file's chunks and the school ids it
+/// claimed. The upload's row and its problem rows stay, for the error report.
+pub async fn release_file<C: ConnectionTrait>(
+    db: &C,
+    upload_id: Uuid,
+) -> Result<(), CaseloadError> {
+    for table in ["people_import_seen", "people_import_chunk"] {
+        let mut delete = Query::delete();
+        delete
+            .from_table(table)
+            .and_where(Expr::col("import_id").eq(Value::from(upload_id)));
+        db.execute(&delete).await?;
+    }
+    Ok(())
+}
+
 /// Deletes the upload and everything kept for it (its chunks, claims and problems).
 pub async fn delete_upload<C: ConnectionTrait>(
     db: &C,

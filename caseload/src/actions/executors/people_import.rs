@@ -2,7 +2,8 @@
 //! batches. Each batch reads the next rows from where the last one ended, claims their
 //! school ids, records the rows that cannot be imported, brings the rest in step, and
 //! commits all of it with the new file position; a full sync then retires, batch by batch,
-//! everyone the file did not name. A crash repeats at most the batch it was in.
+//! everyone the file did not name. A crash repeats at most the batch it was in. The last
+//! batch deletes the stored file and the claimed school ids, keeping the problem rows.
 
 use chrono::Utc;
 use queue::{Checkpoint, TaskContext, TaskError, TaskExecutor};
@@ -10,7 +11,7 @@ use queue::{Checkpoint, TaskContext, TaskError, TaskExecutor};
 use crate::access::Actor;
 use crate::actions::pace::SharedPace;
 use crate::actions::walk::{read_spec, task_error};
-use crate::people_import::upload::find_upload;
+use crate::people_import::upload::{find_upload, release_file};
 use crate::people_import::{
     ImportPhase, ImportProgress, ImportSpec, PROGRESS_KEY, claim_school_ids, next_rows,
     record_problems, sort_rows, unclaimed_after,
@@ -103,6 +104,12 @@ impl TaskExecutor for PeopleImportExecutor {
                     }
                 }
                 ImportPhase::Done => {}
+            }
+            // The last batch lets the file go: a finished import needs only its report.
+            if progress.phase == ImportPhase::Done {
+                release_file(&*txn, spec.upload_id)
+                    .await
+                    .map_err(task_error)?;
             }
             let state = serde_json::json!({ PROGRESS_KEY: progress });
             let checkpoint = Checkpoint::new(state)
