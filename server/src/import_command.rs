@@ -118,7 +118,7 @@ async fn store_file(
 
 fn print_preview(preview: &ImportPreview, full_sync: bool) {
     println!("Columns:");
-    for (field, _) in caseload::people_import::columns::FIELDS {
+    for (field, _) in bulkq_types::people_import::FIELDS {
         let column = preview
             .mapping
             .get(field)

@@ -1,5 +1,5 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: staff
-//! [`accounts`] and tokens, people from the school's records ([`person_records`]), a task's
+//! [`accounts`] and tokens, people from the school's records ([`person_records`], [`people_import`]), a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
 //! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
 //! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
@@ -15,6 +15,7 @@ pub mod export;
 pub mod filter;
 pub mod node;
 pub mod people;
+pub mod people_import;
 pub mod person_records;
 pub mod requests;
 pub mod state;

@@ -1,6 +1,6 @@
 //! The CSV import of people: a file from the school's records, uploaded in chunks
 //! ([`upload`]), read a window at a time ([`csv_rows`]), its columns matched to fields
-//! ([`columns`]), previewed without writing ([`preview`]), then applied by a queue task in
+//! (`bulkq_types::people_import::ColumnMapping`), previewed without writing ([`preview`]), then applied by a queue task in
 //! checkpointed batches (`actions::executors::people_import`), each batch's people, problems
 //! and cursor committed together, so a killed import resumes exactly after its last batch.
 //!
@@ -9,7 +9,6 @@
 //! row with it is a problem, wherever it is in the file); a full sync then retires everyone
 //! not claimed.
 
-pub mod columns;
 pub mod csv_rows;
 pub mod preview;
 pub mod upload;
@@ -24,7 +23,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::people_sync::{RecordProblems, ResolvedRecord, resolve};
-use columns::ColumnMapping;
+pub use bulkq_types::people_import::{ColumnMapping, FilePosition, RowProblem};
 use csv_rows::{CsvRow, FileProblem, is_blank, rows_in, start_of_rows};
 use upload::{Upload, read_window};
 
@@ -44,13 +43,6 @@ pub struct ImportSpec {
     pub first_row: FilePosition,
     /// The file's data rows, as the preview counted them (the task's progress total).
     pub rows: u64,
-}
-
-/// A place in an uploaded file: a byte offset and the line that starts there.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FilePosition {
-    pub offset: u64,
-    pub line: u64,
 }
 
 /// Where an import stands (its checkpoint).
@@ -91,14 +83,6 @@ impl ImportProgress {
             .and_then(|progress| serde_json::from_value(progress.clone()).ok())
             .unwrap_or_default()
     }
-}
-
-/// Why one row is not imported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RowProblem {
-    pub line: u64,
-    pub school_id: Option<String>,
-    pub message: String,
 }
 
 /// A file's header row and where its data rows start.

@@ -9,11 +9,11 @@ use std::hash::{BuildHasher, RandomState};
 use bulkq_types::person_records::SyncCounts;
 use sea_orm::ConnectionTrait;
 
-use super::columns::ColumnMapping;
 use super::upload::Upload;
-use super::{FilePosition, RowProblem, next_rows, read_head, sort_rows};
+use super::{ColumnMapping, RowProblem, next_rows, read_head, sort_rows};
 use crate::CaseloadError;
 use crate::people_sync::{outcomes, unretired_count};
+pub use bulkq_types::people_import::ImportPreview;
 
 /// Rows shown as they are in the file.
 pub const FIRST_ROWS: usize = 10;
@@ -21,23 +21,6 @@ pub const FIRST_ROWS: usize = 10;
 pub const PROBLEMS_LISTED: usize = 1_000;
 /// Rows read per pass of the preview.
 const ROWS_PER_PASS: usize = 5_000;
-
-/// What importing a file would do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportPreview {
-    pub header: Vec<String>,
-    pub mapping: ColumnMapping,
-    /// Fields the mapping leaves unmapped or maps wrongly; rows are not read until none.
-    pub mapping_problems: Vec<(&'static str, String)>,
-    pub first_rows: Vec<Vec<String>>,
-    pub first_row: FilePosition,
-    /// Data rows (blank ones not counted).
-    pub rows: u64,
-    /// What would happen to people; `retired` only for a full sync.
-    pub counts: SyncCounts,
-    pub problems: Vec<RowProblem>,
-    pub problem_count: u64,
-}
 
 /// Reads `upload` through with `mapping` (or the one its header suggests).
 pub async fn preview<C: ConnectionTrait>(
@@ -49,7 +32,11 @@ pub async fn preview<C: ConnectionTrait>(
     let head = read_head(db, upload).await?;
     let mapping = mapping.unwrap_or_else(|| ColumnMapping::guess(&head.header));
     let mut preview = ImportPreview {
-        mapping_problems: mapping.problems(head.header.len()),
+        mapping_problems: mapping
+            .problems(head.header.len())
+            .into_iter()
+            .map(|(field, problem)| (field.to_owned(), problem))
+            .collect(),
         header: head.header,
         mapping,
         first_rows: Vec::new(),

@@ -1,8 +1,12 @@
-//! Which column of a CSV file holds which field of a person: guessed from the header row,
-//! corrected by the admin in the preview's form.
+//! A CSV import of people as both sides see it: which column holds which field (guessed
+//! from the header row, corrected in the preview's form), where a file's rows are, why a
+//! row is not imported, and what importing a file would do.
 
-use bulkq_types::person_records::PersonRecord;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use crate::person_records::{PersonRecord, SyncCounts};
 
 /// The fields a file's columns can hold, with the header names each is recognised by
 /// (compared lower-cased, with spaces, dashes and underscores removed).
@@ -26,6 +30,7 @@ pub const REQUIRED: [&str; 4] = ["school_id", "first_name", "last_name", "progra
 
 /// Column numbers (from 0) of each field; `None` for a field the file does not have.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ColumnMapping {
     pub school_id: Option<usize>,
     pub first_name: Option<usize>,
@@ -119,6 +124,44 @@ impl ColumnMapping {
             coach: optional(self.coach),
         }
     }
+}
+
+/// A place in an uploaded file: a byte offset and the line that starts there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FilePosition {
+    pub offset: u64,
+    pub line: u64,
+}
+
+/// Why one row is not imported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RowProblem {
+    pub line: u64,
+    pub school_id: Option<String>,
+    pub message: String,
+}
+
+/// What importing a file would do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ImportPreview {
+    pub header: Vec<String>,
+    pub mapping: ColumnMapping,
+    /// Fields the mapping leaves unmapped or maps wrongly, by field; rows are not read
+    /// until there are none.
+    pub mapping_problems: BTreeMap<String, String>,
+    pub first_rows: Vec<Vec<String>>,
+    /// Where the first row after the header starts.
+    pub first_row: FilePosition,
+    /// Data rows (blank ones not counted).
+    pub rows: u64,
+    /// What would happen to people; `retired` only for a full sync.
+    pub counts: SyncCounts,
+    /// The first problems, by line.
+    pub problems: Vec<RowProblem>,
+    pub problem_count: u64,
 }
 
 #[cfg(test)]
