@@ -116,6 +116,13 @@ BASE_URLS=$(IFS=,; echo "${base_urls[*]}")
 export BASE_URLS
 
 status=0
-(cd end2end && npx playwright test "$@") || status=$?
-[ "$status" = 0 ] || print_logs
+# pipefail: the status is playwright's, not tee's.
+(cd end2end && npx playwright test "$@") 2>&1 | tee "$workdir/playwright.log" || status=$?
+if [ "$status" != 0 ]; then
+  print_logs
+  # The failures again, after the logs, so a log's tail (all CI keeps) still says what failed.
+  echo "--- what failed (repeated from above) ---"
+  awk '/^  [0-9]+\) /{keep=1} /^  [0-9]+ (failed|passed|flaky)/{keep=0} keep' \
+    "$workdir/playwright.log" | grep -v '^\s*$' | head -120
+fi
 exit "$status"

@@ -14,6 +14,8 @@ async function signInAs(page: import('@playwright/test').Page, username: string,
 // the colleague chooses their own, and when the admin disables the account its open page
 // is signed out; a reset gives a new one-time password.
 test('an admin creates, disables and resets a staff account', async ({ browser }) => {
+  // Six password hashes and three sign-ins: slow on a debug build beside the Rust tests.
+  test.setTimeout(120_000);
   const admin = await pageAs(browser, users.admin);
   const username = `recruit-${Date.now()}`;
   await admin.goto('/admin/users');
