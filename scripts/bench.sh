@@ -6,7 +6,8 @@
 #      then the task explorer's views over a million retained tasks (explorer_bench).
 #   2. The caseload at scale (caseload/examples/scale): seed, search (200 mixed queries),
 #      export of everyone, email to everyone GRADUATED (~100,000), status change of
-#      everyone; each step in its own process, so each peak RSS is that step's own.
+#      everyone, then an import of a generated file of as many new people and the same
+#      file again; each step in its own process, so each peak RSS is that step's own.
 #   3. People under load (server/examples/people_under_load): eight staff using the
 #      dashboard of a node while its queue works off their Watch tasks, against the same
 #      backlog worked off alone.
@@ -69,7 +70,7 @@ if [ -z "${BENCH_SKIP_BULK:-}" ]; then
     urls+=("$pg_bench")
   fi
   for url in "${urls[@]}"; do
-    for what in seed search export email status; do
+    for what in seed search export email status import; do
       step "bulk at $people people: $what ($url)"
       collect target/release/examples/scale "$url" "$people" "$what"
     done

@@ -27,6 +27,7 @@ use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 use crate::pages::{
     account::AccountPage,
     caseload::CaseloadPage,
+    imports::{ImportPreviewPage, ImportsPage},
     not_found::NotFound,
     queue_health::QueueHealthPage,
     sign_in::SignInPage,
@@ -98,6 +99,13 @@ pub fn App() -> impl IntoView {
                     ssr=SsrMode::Async
                 />
                 <Route path=(StaticSegment("admin"), StaticSegment("tasks")) view=AllTasksPage />
+                <Route path=(StaticSegment("admin"), StaticSegment("imports")) view=ImportsPage />
+                // Rendered whole, so a staff visitor's 403 sets the status.
+                <Route
+                    path=(StaticSegment("admin"), StaticSegment("imports"), ParamSegment("id"))
+                    view=ImportPreviewPage
+                    ssr=SsrMode::Async
+                />
                 // Rendered whole before anything is sent, so a staff visitor's 403 can still
                 // set the status (a streamed page would already have sent 200).
                 <Route

@@ -2,16 +2,18 @@
 //! everyone, run by the queue with the real executors.
 //!
 //! ```text
-//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email]...
+//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|import]...
 //! ```
 //! With no step named, runs seed, search, status and export; run one step per process to see
 //! its own peak RSS. `search`, `status`, `export` and `email` expect the people to exist;
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
-//! afterwards). Each step also prints one JSON line of figures (scenario "bulk"), as the
+//! afterwards). `import` brings in a generated CSV file of as many new people, then the same
+//! file again (which changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
 //! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
 //! actions with N people per batch instead of the product's default.
 
+use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 use bulkq_types::filter::PersonFilter;
@@ -22,12 +24,16 @@ use caseload::actions::{
 };
 use caseload::email::{MailTransport, Mailer};
 use caseload::export::DEFAULT_ROW_CAP;
+use caseload::people_import::preview::preview;
+use caseload::people_import::start::start_import;
+use caseload::people_import::upload::{Upload, UploadWriter};
+use caseload::people_import::{ImportProgress, ImportSpec};
 use caseload::search::{count_people_within, search_people};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, StaffUser, create_user, ids_with_role};
 use migration::Migrator;
 use queue::testing::peak_rss_mib;
-use queue::{Registry, Runtime, RuntimeConfig, Store};
+use queue::{Registry, Runtime, RuntimeConfig, Store, Task};
 use sea_orm::{Condition, ConnectionTrait, DatabaseConnection, DbBackend};
 use serde_json::json;
 use uuid::Uuid;
@@ -42,7 +48,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let people: u64 = people.parse()?;
     let all = steps.is_empty();
-    let wants = |step: &str| (all && step != "email") || steps.iter().any(|s| s == step);
+    let wants = |step: &str| {
+        (all && !["email", "import"].contains(&step)) || steps.iter().any(|s| s == step)
+    };
     queue::database::migrate::<Migrator>(url).await?;
     let db = queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     let coaches = coaches(&db).await?;
@@ -100,6 +108,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
         })
         .await?;
+    }
+    if wants("import") {
+        import(&db, people).await?;
     }
     println!("peak RSS: {:.0} MiB", peak_rss_mib());
     Ok(())
@@ -363,13 +374,7 @@ async fn run_action(
     let task = submit(&store, &user, request(target), DEFAULT_ROW_CAP, None)
         .await
         .map_err(|e| e.to_string())?;
-    let finished = loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let row = store.task_get(task.id).await?.ok_or("task vanished")?;
-        if row.workflow_status.is_terminal() {
-            break row;
-        }
-    };
+    let finished = ended(&store, task.id).await?;
     let elapsed = started.elapsed().as_secs_f64();
     let report = task_report(&finished).unwrap_or_default();
     println!(
@@ -395,6 +400,98 @@ async fn run_action(
     runtime.shutdown(Duration::from_secs(5)).await;
     std::fs::remove_dir_all(&scratch)?;
     Ok(())
+}
+
+/// The task once it has ended.
+async fn ended(store: &Store, id: Uuid) -> Result<Task, Box<dyn std::error::Error>> {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let row = store.task_get(id).await?.ok_or("task vanished")?;
+        if row.workflow_status.is_terminal() {
+            return Ok(row);
+        }
+    }
+}
+
+/// Imports a generated file of `people` new people (school ids `M00000000`…, every fourth
+/// with a coach), then the same file again, each as the product imports one: stored in
+/// chunks, previewed, then applied by the queue task in checkpointed batches. The first
+/// creates everyone; the second changes nobody.
+async fn import(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Store::new(db.clone());
+    let user = admin(db).await?;
+    let mut registry = Registry::new();
+    caseload::actions::executors_for_import(&mut registry, batch_size()?);
+    let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
+    for step in ["import", "import again"] {
+        let started = Instant::now();
+        let upload = upload_people_file(&store, user.id, people).await?;
+        let uploaded = started.elapsed().as_secs_f64();
+        let seen = preview(db, &upload, None, false).await?;
+        let previewed = started.elapsed().as_secs_f64() - uploaded;
+        let applying = Instant::now();
+        let spec = ImportSpec::of(&upload, &seen, false);
+        let task = start_import(&store, user.id, &user.username, &spec).await?;
+        let finished = ended(&store, task.id).await?;
+        let applied = applying.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
+        let progress = ImportProgress::of(&finished.execution_state);
+        let counts = progress.counts;
+        println!(
+            "{step}: {} in {seconds:.1} s (upload {uploaded:.1} s, preview {previewed:.1} s, \
+             import {applied:.1} s); {} rows, {} created, {} changed, {} unchanged, {} problems",
+            finished.workflow_status,
+            progress.rows,
+            counts.created,
+            counts.changed,
+            counts.unchanged,
+            progress.problems
+        );
+        figures(
+            db,
+            step,
+            progress.rows,
+            json!({
+                "seconds": seconds,
+                "upload_seconds": uploaded,
+                "preview_seconds": previewed,
+                "import_seconds": applied,
+                "status": finished.workflow_status.as_str(),
+                "created": counts.created,
+                "unchanged": counts.unchanged,
+                "file_bytes": upload.size(),
+            }),
+        );
+    }
+    runtime.shutdown(Duration::from_secs(5)).await;
+    Ok(())
+}
+
+/// Stores the generated file, a megabyte at a time as it is written.
+async fn upload_people_file(
+    store: &Store,
+    user_id: Uuid,
+    people: u64,
+) -> Result<Upload, Box<dyn std::error::Error>> {
+    const PART: usize = 1 << 20;
+    let mut writer = UploadWriter::begin(store, user_id, "scale.csv", u64::MAX).await?;
+    let mut part = String::from("school_id,first_name,last_name,email,program_status,coach\n");
+    for n in 0..people {
+        let coach = match n % 4 {
+            0 => format!("coach{}", (n / 4) % 20),
+            _ => String::new(),
+        };
+        writeln!(
+            part,
+            "M{n:08},First{n},Last{n},m{n}@example.edu,ACTIVE,{coach}"
+        )?;
+        if part.len() >= PART {
+            writer.write(store, part.as_bytes()).await?;
+            part.clear();
+        }
+    }
+    writer.write(store, part.as_bytes()).await?;
+    Ok(writer.finish(store).await?)
 }
 
 /// Everyone, as a saved query.

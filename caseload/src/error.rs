@@ -26,6 +26,9 @@ pub enum CaseloadError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
+    /// The queue failed to enqueue or read a task.
+    #[error(transparent)]
+    Queue(#[from] queue::QueueError),
 }
 
 /// The first of a list of `(field, message)` problems as an [`CaseloadError::Invalid`], for

@@ -21,6 +21,8 @@ impl MigrationTrait for Migration {
                     .col(big_integer("byte_size"))
                     // Every chunk is stored: the file can be previewed and imported.
                     .col(boolean("finished"))
+                    // The import task that took the file; none while it is only previewed.
+                    .col(uuid_null("task_id"))
                     .to_owned(),
             )
             .await?;

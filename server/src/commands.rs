@@ -107,6 +107,7 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
             exports_dir: options.exports_dir.clone(),
             export_row_cap: options.export_row_cap,
             export_retention: options.export_retention,
+            import_max_bytes: options.import_max_bytes,
         },
     );
     state.login_throttle = Arc::new(LoginThrottle::new(options.concurrent_password_hashes));

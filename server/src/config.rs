@@ -82,7 +82,8 @@ pub struct ImportPeopleArgs {
     #[arg(long)]
     pub full_sync: bool,
     /// Refuse a file larger than this many bytes.
-    #[arg(long, env = "BULKQ_IMPORT_MAX_BYTES", default_value_t = 512 << 20)]
+    #[arg(long, env = "BULKQ_IMPORT_MAX_BYTES",
+          default_value_t = caseload::people_import::upload::MAX_BYTES_DEFAULT)]
     pub max_bytes: u64,
     /// Rows per batch (and per checkpoint).
     #[arg(long, default_value_t = caseload::actions::BATCH_SIZE_DEFAULT,
@@ -201,6 +202,10 @@ pub struct ServeOptions {
     /// The most rows one export may have.
     #[arg(long, env = "BULKQ_EXPORT_ROW_CAP", default_value_t = caseload::export::DEFAULT_ROW_CAP)]
     pub export_row_cap: u64,
+    /// The largest people file (CSV) an admin may upload for import on the dashboard.
+    #[arg(long, env = "BULKQ_IMPORT_MAX_BYTES",
+          default_value_t = caseload::people_import::upload::MAX_BYTES_DEFAULT)]
+    pub import_max_bytes: u64,
     /// A plain SMTP relay for bulk email, as `host:port`: no TLS and no authentication (a
     /// local MTA or a smarthost on a trusted network). Without it or `--smtp-url`, messages
     /// are written as `.eml` files to `--outbox-dir` and nothing leaves the machine.

@@ -4,24 +4,21 @@
 //! and follows until it ends. A serve node sharing the database may take the task instead;
 //! either way it runs once, and if this command is killed, a node's rescuer finishes it.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bulkq_types::TaskStatus;
-use bulkq_types::actions::PEOPLE_IMPORT;
 use caseload::actions::executors_for_import;
-use caseload::export::defuse_formula;
-use caseload::people_import::preview::{ImportPreview, preview};
-use caseload::people_import::upload::{
-    CHUNK_BYTES, Upload, begin_upload, delete_upload, find_upload, finish_upload, store_chunk,
-};
-use caseload::people_import::{ImportProgress, ImportSpec, problems_after};
+use caseload::people_import::preview::preview;
+use caseload::people_import::report::{REPORT_HEADER, report_page};
+use caseload::people_import::start::start_import;
+use caseload::people_import::upload::{CHUNK_BYTES, Upload, UploadWriter, delete_upload};
+use caseload::people_import::{ImportPreview, ImportProgress, ImportSpec};
 use caseload::users::Role;
 use caseload::users::accounts::find_account;
-use queue::{NewTask, Registry, Runtime, RuntimeConfig, Store};
-use sea_orm::{DatabaseConnection, TransactionTrait};
+use queue::{Registry, Runtime, RuntimeConfig, Store};
 
 use crate::commands::open_database;
 use crate::config::ImportPeopleArgs;
@@ -39,7 +36,8 @@ pub async fn import_people(database_url: &str, args: ImportPeopleArgs) -> anyhow
             admin.username
         );
     }
-    let upload = store_file(&db, admin.id, &args.file, args.max_bytes).await?;
+    let store = Store::new(db.clone());
+    let upload = store_file(&store, admin.id, &args.file, args.max_bytes).await?;
     let preview = preview(&db, &upload, None, args.full_sync).await;
     let preview = match preview {
         Ok(preview) => preview,
@@ -57,63 +55,51 @@ pub async fn import_people(database_url: &str, args: ImportPeopleArgs) -> anyhow
         println!("Dry run: nothing was changed.");
         return Ok(());
     }
-    let spec = ImportSpec {
-        upload_id: upload.id,
-        file_name: upload.file_name.clone(),
-        mapping: preview.mapping.clone(),
-        full_sync: args.full_sync,
-        first_row: preview.first_row,
-        rows: preview.rows,
-    };
-    let task_id = run_import(&db, &spec, admin.id, &admin.username, args.batch_size).await?;
+    let spec = ImportSpec::of(&upload, &preview, args.full_sync);
+    let task_id = run_import(&store, &spec, admin.id, &admin.username, args.batch_size).await?;
     println!("Import task {task_id} finished.");
     if let Some(report) = args.report {
-        let written = write_report(&db, upload.id, &report).await?;
+        let written = write_report(&store, upload.id, &report).await?;
         println!("{written} problem rows written to {}.", report.display());
     }
     Ok(())
 }
 
-/// Stores the file in the database a chunk at a time, each chunk in its own transaction.
+/// Stores the file in the database a chunk at a time.
 async fn store_file(
-    db: &DatabaseConnection,
+    store: &Store,
     user_id: uuid::Uuid,
     path: &Path,
     max_bytes: u64,
 ) -> anyhow::Result<Upload> {
     let mut file =
         std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let size = file.metadata()?.len();
-    if size > max_bytes {
-        bail!(
-            "{} is {size} bytes, over the limit of {max_bytes} (--max-bytes)",
-            path.display()
-        );
-    }
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let upload_id = begin_upload(db, user_id, &name).await?;
-    let mut seq = 0;
-    loop {
-        let mut chunk = Vec::with_capacity(CHUNK_BYTES);
-        (&mut file)
-            .take(CHUNK_BYTES as u64)
-            .read_to_end(&mut chunk)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if chunk.is_empty() {
-            break;
+    let mut writer = UploadWriter::begin(store, user_id, &name, max_bytes).await?;
+    let mut buffer = vec![0; CHUNK_BYTES];
+    let stored = async {
+        loop {
+            let read = file
+                .read(&mut buffer)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if read == 0 {
+                return anyhow::Ok(());
+            }
+            writer
+                .write(store, &buffer[..read])
+                .await
+                .with_context(|| format!("{} (--max-bytes)", path.display()))?;
         }
-        let txn = db.begin().await?;
-        store_chunk(&txn, upload_id, seq, chunk).await?;
-        txn.commit().await?;
-        seq += 1;
     }
-    finish_upload(db, upload_id).await?;
-    find_upload(db, upload_id)
-        .await?
-        .context("the upload vanished while it was stored")
+    .await;
+    if let Err(error) = stored {
+        delete_upload(store.db(), writer.id()).await?;
+        return Err(error);
+    }
+    Ok(writer.finish(store).await?)
 }
 
 fn print_preview(preview: &ImportPreview, full_sync: bool) {
@@ -165,19 +151,13 @@ fn print_preview(preview: &ImportPreview, full_sync: bool) {
 
 /// Enqueues the import and runs it on a runtime of this process until it ends.
 async fn run_import(
-    db: &DatabaseConnection,
+    store: &Store,
     spec: &ImportSpec,
     admin_id: uuid::Uuid,
     admin_name: &str,
     batch_size: u64,
 ) -> anyhow::Result<uuid::Uuid> {
-    let store = Store::new(db.clone());
-    let mut txn = store.begin_queue().await?;
-    let task = NewTask::new(PEOPLE_IMPORT, serde_json::to_value(spec)?, admin_id)
-        .with_created_by(admin_name)
-        .with_progress_total(i64::try_from(spec.rows).unwrap_or(i64::MAX));
-    let task_id = txn.enqueue(task).await?.id;
-    txn.commit().await?;
+    let task_id = start_import(store, admin_id, admin_name, spec).await?.id;
     let mut registry = Registry::new();
     executors_for_import(&mut registry, batch_size);
     let runtime = Runtime::start(
@@ -222,29 +202,18 @@ async fn run_import(
     Ok(task_id)
 }
 
-/// Writes the import's problems as CSV (line, school_id, problem), a page at a time.
-async fn write_report(
-    db: &DatabaseConnection,
-    import_id: uuid::Uuid,
-    path: &Path,
-) -> anyhow::Result<u64> {
-    let mut writer =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    writer.write_record(["line", "school_id", "problem"])?;
+/// Writes the import's error report to `path`; returns how many rows it holds.
+async fn write_report(store: &Store, import_id: uuid::Uuid, path: &Path) -> anyhow::Result<u64> {
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    file.write_all(REPORT_HEADER)?;
     let (mut after, mut written) = (0, 0);
-    loop {
-        let page = problems_after(db, import_id, after, 1_000).await?;
-        let Some(last) = page.last() else { break };
-        after = last.line;
-        for problem in &page {
-            writer.write_record([
-                problem.line.to_string(),
-                defuse_formula(problem.school_id.clone().unwrap_or_default()),
-                defuse_formula(problem.message.clone()),
-            ])?;
-            written += 1;
-        }
+    while let Some(page) = report_page(store.db(), import_id, after).await? {
+        file.write_all(&page.csv)?;
+        written += page.rows;
+        after = page.last_line;
     }
-    writer.flush()?;
+    file.flush()?;
     Ok(written)
 }

@@ -6,10 +6,11 @@
 //! - [`config`]: flags and environment (clap).
 //! - [`api`]: the versioned JSON API (`/api/1`).
 //! - [`commands`]: what each subcommand does; [`user_commands`]: `bulkq user ...`;
-//!   [`import_command`]: `bulkq import people`.
+//!   [`import_command`]: `bulkq import people`; [`imports`]: the same file's upload and error
+//!   report on the dashboard.
 //! - [`web`]: the router (sessions in the database through
 //!   `app::api::session_store`); [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site
-//!   checks; [`site`]: finding the built site.
+//!   checks; [`site`]: finding the built site; [`csv_download`]: a CSV answer's headers.
 //! - The router's guards: [`security_headers`] on every answer, [`failsafe`] for panics and
 //!   slow requests, [`client_address`] for the sign-in limits.
 //! - [`demo`]: the demo users and caseload.
@@ -23,9 +24,11 @@ pub mod client_address;
 pub mod commands;
 pub mod config;
 pub mod csrf;
+pub mod csv_download;
 pub mod demo;
 pub mod failsafe;
 pub mod import_command;
+pub mod imports;
 pub mod memory;
 pub mod metrics;
 pub mod queue_threads;

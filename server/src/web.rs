@@ -87,6 +87,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         app: state.clone(),
         streams: StreamLimit::new(options.streams_per_user),
     });
+    let imports = crate::imports::routes(state.clone());
     let context = move || provide_context(state.clone());
     let render = {
         let leptos_options = leptos_options.clone();
@@ -100,6 +101,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
             get(move || crate::metrics::metrics(queue.clone())),
         )
         .nest("/api/1", api)
+        .merge(imports)
         .leptos_routes_with_context(&leptos_options, PAGES.clone(), context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))

@@ -164,6 +164,22 @@ pub struct ImportPreview {
     pub problem_count: u64,
 }
 
+/// What an import task has done so far, as its page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportReport {
+    /// Rows read (problems included).
+    pub rows: u64,
+    pub counts: SyncCounts,
+    /// Rows not imported; their lines and reasons download from `problems_href`.
+    pub problems: u64,
+    pub problems_href: String,
+}
+
+/// Where an import's error report downloads from.
+pub fn problems_href(upload_id: uuid::Uuid) -> String {
+    format!("/admin/imports/{upload_id}/problems.csv")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod auth;
 pub mod bulk;
 pub mod caseload;
+pub mod imports;
 #[cfg(feature = "ssr")]
 pub mod known_device;
 #[cfg(feature = "ssr")]

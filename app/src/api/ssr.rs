@@ -40,6 +40,8 @@ pub struct BulkSettings {
     pub export_row_cap: u64,
     /// How long a finished export stays downloadable.
     pub export_retention: std::time::Duration,
+    /// The largest people file an admin may upload for import.
+    pub import_max_bytes: u64,
 }
 
 impl Default for BulkSettings {
@@ -48,6 +50,7 @@ impl Default for BulkSettings {
             exports_dir: "data/exports".into(),
             export_row_cap: caseload::export::DEFAULT_ROW_CAP,
             export_retention: caseload::actions::export_files::EXPORT_RETENTION_DEFAULT,
+            import_max_bytes: caseload::people_import::upload::MAX_BYTES_DEFAULT,
         }
     }
 }

@@ -212,8 +212,10 @@ pub mod ssr_impl {
             && task.workflow_status == TaskStatus::Completed)
             .then(|| views.export_file(&task))
             .flatten();
+        let people_import = super::detail_impl::import_report(&task);
         Ok(TaskDetail {
             export_file,
+            people_import,
             spec_summary: super::detail_impl::summarize_spec(&task.execution_spec),
             error_detail: task.workflow_status_desc.clone().filter(|_| is_admin),
             history: history
@@ -361,6 +363,8 @@ pub struct TaskDetail {
     pub can_repair: bool,
     /// The file of a completed export, for its owner.
     pub export_file: Option<ExportFile>,
+    /// What a people import has done, and where its error report is.
+    pub people_import: Option<bulkq_types::people_import::ImportReport>,
 }
 
 /// A completed export's file, as its owner sees it.
@@ -419,6 +423,22 @@ mod detail_impl {
             .iter()
             .map(|(key, value)| (key.clone(), short(value)))
             .collect()
+    }
+
+    /// What a people import task has done so far; `None` for other tasks.
+    pub fn import_report(task: &queue::Task) -> Option<bulkq_types::people_import::ImportReport> {
+        use caseload::people_import::{ImportProgress, ImportSpec};
+        if task.execution_component_name != bulkq_types::actions::PEOPLE_IMPORT {
+            return None;
+        }
+        let spec: ImportSpec = serde_json::from_value(task.execution_spec.clone()).ok()?;
+        let progress = ImportProgress::of(&task.execution_state);
+        Some(bulkq_types::people_import::ImportReport {
+            rows: progress.rows,
+            counts: progress.counts,
+            problems: progress.problems,
+            problems_href: bulkq_types::people_import::problems_href(spec.upload_id),
+        })
     }
 
     fn short(value: &Value) -> String {

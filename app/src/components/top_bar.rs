@@ -30,6 +30,7 @@ pub fn TopBar() -> impl IntoView {
                             <a href="/admin/tasks">"All tasks"</a>
                             <a href="/admin/queue">"Queue health"</a>
                             <a href="/admin/users">"Users"</a>
+                            <a href="/admin/imports">"Import people"</a>
                         })
                     })}
                 </Transition>

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod caseload;
+pub mod imports;
 pub mod not_found;
 pub mod queue_health;
 pub mod sign_in;

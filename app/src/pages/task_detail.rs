@@ -153,6 +153,7 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
                 </p>
             }.into_any(),
         })}
+        {detail.people_import.map(|import| view! { <ImportOutcome import /> })}
         {detail.task.report.map(|report| {
             let action = detail.task.action.clone();
             let finished = detail.task.workflow_status.is_terminal();
@@ -295,5 +296,28 @@ mod tests {
                 ("Could not be sent", 0)
             ]
         );
+    }
+}
+
+/// A people import's counts so far, and its error report once a row was refused.
+#[component]
+fn ImportOutcome(import: bulkq_types::people_import::ImportReport) -> impl IntoView {
+    let counts = import.counts;
+    view! {
+        <section aria-label="Import" data-testid="import-outcome">
+            <p>
+                {format!(
+                    "{} rows read: {} created, {} changed, {} unchanged, {} retired; {} not imported.",
+                    import.rows, counts.created, counts.changed, counts.unchanged, counts.retired, import.problems,
+                )}
+            </p>
+            {(import.problems > 0).then(|| view! {
+                <p>
+                    <a class="download" href=import.problems_href download="">
+                        "Download the rows not imported (CSV)"
+                    </a>
+                </p>
+            })}
+        </section>
     }
 }

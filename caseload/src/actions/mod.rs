@@ -68,7 +68,8 @@ pub struct ActionsConfig {
 }
 
 /// Registers the five executors (export, status change, watch, unwatch, email), the people
-/// import and the export files' cleanup job, creating the exports directory.
+/// import and the cleanup jobs of export files and import uploads, creating the exports
+/// directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
@@ -79,6 +80,7 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             config.exports_dir.clone(),
             config.export_retention,
         ))
+        .register_periodic(crate::people_import::cleanup::upload_cleanup_job())
         .register(
             EXPORT,
             ExportExecutor {

@@ -413,14 +413,17 @@ fn to_i64(n: u64) -> i64 {
 /// task at once; database and file trouble may pass, so it is retried.
 pub(crate) fn task_error(error: CaseloadError) -> TaskError {
     match error {
-        CaseloadError::Db(error) => TaskError::from(error),
+        CaseloadError::Db(error) | CaseloadError::Queue(queue::QueueError::Db(error)) => {
+            TaskError::from(error)
+        }
         CaseloadError::Io(_) => TaskError::transient(error),
         CaseloadError::Invalid(_)
         | CaseloadError::UsernameTaken(_)
         | CaseloadError::PasswordHash(_)
         | CaseloadError::UnknownStatus(_)
         | CaseloadError::UnknownUser(_)
-        | CaseloadError::UserDisabled(_) => TaskError::permanent(error),
+        | CaseloadError::UserDisabled(_)
+        | CaseloadError::Queue(_) => TaskError::permanent(error),
     }
 }
 

@@ -1,16 +1,21 @@
 //! The CSV import of people: a file from the school's records, uploaded in chunks
 //! ([`upload`]), read a window at a time ([`csv_rows`]), its columns matched to fields
-//! (`bulkq_types::people_import::ColumnMapping`), previewed without writing ([`preview`]), then applied by a queue task in
-//! checkpointed batches (`actions::executors::people_import`), each batch's people, problems
-//! and cursor committed together, so a killed import resumes exactly after its last batch.
+//! (`bulkq_types::people_import::ColumnMapping`), previewed without writing ([`preview`]),
+//! then started ([`start`]) and applied by a queue task in checkpointed batches
+//! (`actions::executors::people_import`), each batch's people, problems and cursor committed
+//! together, so a killed import resumes exactly after its last batch. Uploads no task needs
+//! are deleted by a periodic job ([`cleanup`]).
 //!
 //! Every row goes through `people_sync`, as the JSON API's records do: the same file again
 //! changes nothing. A school id is claimed once per import in `people_import_seen` (a second
 //! row with it is a problem, wherever it is in the file); a full sync then retires everyone
 //! not claimed.
 
+pub mod cleanup;
 pub mod csv_rows;
 pub mod preview;
+pub mod report;
+pub mod start;
 pub mod upload;
 
 use std::collections::HashSet;
@@ -23,7 +28,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::people_sync::{RecordProblems, ResolvedRecord, resolve};
-pub use bulkq_types::people_import::{ColumnMapping, FilePosition, RowProblem};
+pub use bulkq_types::people_import::{ColumnMapping, FilePosition, ImportPreview, RowProblem};
 use csv_rows::{CsvRow, FileProblem, is_blank, rows_in, start_of_rows};
 use upload::{Upload, read_window};
 
@@ -43,6 +48,20 @@ pub struct ImportSpec {
     pub first_row: FilePosition,
     /// The file's data rows, as the preview counted them (the task's progress total).
     pub rows: u64,
+}
+
+impl ImportSpec {
+    /// The import of `upload` as `preview` read it.
+    pub fn of(upload: &Upload, preview: &ImportPreview, full_sync: bool) -> Self {
+        ImportSpec {
+            upload_id: upload.id,
+            file_name: upload.file_name.clone(),
+            mapping: preview.mapping.clone(),
+            full_sync,
+            first_row: preview.first_row,
+            rows: preview.rows,
+        }
+    }
 }
 
 /// Where an import stands (its checkpoint).

@@ -10,10 +10,9 @@ use bulkq_types::person_records::SyncCounts;
 use sea_orm::ConnectionTrait;
 
 use super::upload::Upload;
-use super::{ColumnMapping, RowProblem, next_rows, read_head, sort_rows};
+use super::{ColumnMapping, ImportPreview, RowProblem, next_rows, read_head, sort_rows};
 use crate::CaseloadError;
 use crate::people_sync::{outcomes, unretired_count};
-pub use bulkq_types::people_import::ImportPreview;
 
 /// Rows shown as they are in the file.
 pub const FIRST_ROWS: usize = 10;

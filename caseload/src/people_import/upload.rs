@@ -3,6 +3,7 @@
 //! it is written a chunk at a time as it arrives and read a window at a time.
 
 use chrono::Utc;
+use queue::{Store, WriteClass};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, StatementBuilder, Value};
 use uuid::Uuid;
@@ -11,6 +12,9 @@ use crate::CaseloadError;
 
 /// The bytes of one stored chunk.
 pub const CHUNK_BYTES: usize = 1 << 20;
+/// The largest file accepted unless configured: a million people's records are about
+/// 100 MB.
+pub const MAX_BYTES_DEFAULT: u64 = 512 << 20;
 
 /// An upload's row, created before its first chunk.
 #[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
@@ -21,6 +25,8 @@ pub struct Upload {
     /// Bytes stored so far; the whole file once the upload is finished.
     pub byte_size: i64,
     pub finished: bool,
+    /// The import task that took the file, once one has.
+    pub task_id: Option<Uuid>,
 }
 
 impl Upload {
@@ -83,6 +89,91 @@ pub async fn store_chunk<C: ConnectionTrait>(
     Ok(())
 }
 
+/// A file being stored as it arrives: bytes are gathered into [`CHUNK_BYTES`] chunks, each
+/// stored in a short write transaction of its own (a person is waiting on it), so neither
+/// the file nor a transaction grows with its size.
+pub struct UploadWriter {
+    id: Uuid,
+    max_bytes: u64,
+    written: u64,
+    next_seq: i64,
+    pending: Vec<u8>,
+}
+
+impl UploadWriter {
+    /// Starts storing `file_name` for `user_id`; more than `max_bytes` is refused.
+    pub async fn begin(
+        store: &Store,
+        user_id: Uuid,
+        file_name: &str,
+        max_bytes: u64,
+    ) -> Result<Self, CaseloadError> {
+        let txn = store.begin_write_as(WriteClass::Interactive).await?;
+        let id = begin_upload(&*txn, user_id, file_name).await?;
+        txn.commit().await?;
+        Ok(UploadWriter {
+            id,
+            max_bytes,
+            written: 0,
+            next_seq: 0,
+            pending: Vec::with_capacity(CHUNK_BYTES),
+        })
+    }
+
+    /// The upload's id (to delete it if the file cannot be stored whole).
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// Whether no byte has arrived yet.
+    pub fn is_empty(&self) -> bool {
+        self.written == 0
+    }
+
+    /// Adds the next bytes of the file, storing every chunk they complete.
+    pub async fn write(&mut self, store: &Store, mut bytes: &[u8]) -> Result<(), CaseloadError> {
+        self.written += bytes.len() as u64;
+        if self.written > self.max_bytes {
+            return Err(CaseloadError::Invalid(format!(
+                "the file is over the limit of {} bytes",
+                self.max_bytes
+            )));
+        }
+        while !bytes.is_empty() {
+            let take = (CHUNK_BYTES - self.pending.len()).min(bytes.len());
+            self.pending.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.pending.len() == CHUNK_BYTES {
+                self.store_pending(store).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the last chunk and marks the upload whole.
+    pub async fn finish(mut self, store: &Store) -> Result<Upload, CaseloadError> {
+        if !self.pending.is_empty() {
+            self.store_pending(store).await?;
+        }
+        let txn = store.begin_write_as(WriteClass::Interactive).await?;
+        finish_upload(&*txn, self.id).await?;
+        let upload = find_upload(&*txn, self.id).await?;
+        txn.commit().await?;
+        upload.ok_or_else(|| {
+            CaseloadError::Invalid("the upload was deleted while it was stored".to_owned())
+        })
+    }
+
+    async fn store_pending(&mut self, store: &Store) -> Result<(), CaseloadError> {
+        let chunk = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK_BYTES));
+        let txn = store.begin_write_as(WriteClass::Interactive).await?;
+        store_chunk(&*txn, self.id, self.next_seq, chunk).await?;
+        txn.commit().await?;
+        self.next_seq += 1;
+        Ok(())
+    }
+}
+
 /// Marks the upload whole: from now on it can be previewed and imported.
 pub async fn finish_upload<C: ConnectionTrait>(
     db: &C,
@@ -104,7 +195,14 @@ pub async fn find_upload<C: ConnectionTrait>(
 ) -> Result<Option<Upload>, CaseloadError> {
     let mut select = Query::select();
     select
-        .columns(["id", "created_by", "file_name", "byte_size", "finished"])
+        .columns([
+            "id",
+            "created_by",
+            "file_name",
+            "byte_size",
+            "finished",
+            "task_id",
+        ])
         .from("people_import")
         .and_where(Expr::col("id").eq(upload_id));
     Ok(

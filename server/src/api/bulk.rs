@@ -8,8 +8,8 @@ use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bulkq_types::actions::EXPORT;
 use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, WatchRequest};
@@ -25,6 +25,7 @@ use utoipa::IntoParams;
 use super::json::ApiJson;
 use super::tasks::{parse_id, view};
 use super::user::ApiUser;
+use crate::csv_download::as_csv_download;
 
 /// One bulk action's endpoint: `$name` handles `POST /api/1$path`, reading a `$request` and
 /// enqueueing it as `ActionRequest::$action`. Every action answers alike, so the handler and
@@ -158,20 +159,11 @@ pub async fn get_export_file(
             "The export file is no longer on this server.".into(),
         ));
     }
-    let mut response = ServeFile::new(path)
+    let response = ServeFile::new(path)
         .oneshot(request)
         .await
         .map_err(internal)?
-        .map(Body::new);
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/csv; charset=utf-8"),
-    );
-    let disposition = format!("attachment; filename=\"bulkq-export-{id}.csv\"");
-    headers.insert(
-        header::CONTENT_DISPOSITION,
-        HeaderValue::from_str(&disposition).map_err(internal)?,
-    );
-    Ok(response.into_response())
+        .map(Body::new)
+        .into_response();
+    as_csv_download(response, &format!("bulkq-export-{id}.csv"))
 }

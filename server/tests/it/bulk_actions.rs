@@ -98,6 +98,7 @@ impl Bulk {
             exports_dir: exports.path().to_owned(),
             export_row_cap: 1_000_000,
             export_retention,
+            ..BulkSettings::default()
         };
         let app = app_with_settings(db, store.clone(), bulk).await;
         Bulk {

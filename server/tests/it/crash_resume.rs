@@ -7,25 +7,25 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use bulkq_types::actions::{ActionReport, PEOPLE_IMPORT};
+use bulkq_types::actions::ActionReport;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::{EmailRequest, StatusChangeRequest, TargetRequest};
 use caseload::actions::{ActionRequest, submit, task_report};
 use caseload::entity::email_send_log as send_log;
 use caseload::people_import::preview::preview;
-use caseload::people_import::upload::{begin_upload, find_upload, finish_upload, store_chunk};
+use caseload::people_import::start::start_import;
 use caseload::people_import::{ImportProgress, ImportSpec};
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::testing::SmtpServer;
 use caseload::users::{Role, StaffUser};
 use migration::Migrator;
 use queue::testing::TestDatabase;
-use queue::{NewTask, Store, Task, TaskStatus};
+use queue::{Store, Task, TaskStatus};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
 use tokio::process::Child;
 use uuid::Uuid;
 
-use crate::helpers::add_user;
+use crate::helpers::{add_user, uploaded};
 use crate::nodes::{ScratchDir, kill};
 
 queue::backend_tests!(Migrator =>
@@ -209,29 +209,11 @@ async fn a_people_import_survives_killed_nodes(db: TestDatabase) {
     for n in [0, 1_000, 2_000] {
         csv.extend_from_slice(format!("K{n},Again,Again,ACTIVE\n").as_bytes());
     }
-    let upload_id = begin_upload(&db.conn, admin.id, "crash.csv").await.unwrap();
-    store_chunk(&db.conn, upload_id, 0, csv).await.unwrap();
-    finish_upload(&db.conn, upload_id).await.unwrap();
-    let upload = find_upload(&db.conn, upload_id).await.unwrap().unwrap();
-    let seen = preview(&db.conn, &upload, None, false).await.unwrap();
-    let spec = ImportSpec {
-        upload_id,
-        file_name: upload.file_name,
-        mapping: seen.mapping,
-        full_sync: false,
-        first_row: seen.first_row,
-        rows: seen.rows,
-    };
     let store = Store::new(db.conn.clone());
-    let mut txn = store.begin_queue().await.unwrap();
-    let task = NewTask::new(
-        PEOPLE_IMPORT,
-        serde_json::to_value(&spec).unwrap(),
-        admin.id,
-    )
-    .with_progress_total(seen.rows as i64);
-    let task = txn.enqueue(task).await.unwrap();
-    txn.commit().await.unwrap();
+    let upload = uploaded(&store, admin.id, &csv).await;
+    let seen = preview(&db.conn, &upload, None, false).await.unwrap();
+    let spec = ImportSpec::of(&upload, &seen, false);
+    let task = start_import(&store, admin.id, "ada", &spec).await.unwrap();
 
     let run = run_with_kills(&db, &store, task.id, 3_003, 100, &[]).await;
 

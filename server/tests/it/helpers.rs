@@ -155,3 +155,18 @@ pub fn assert_status(response: &Response<()>, body: &str, expected: StatusCode) 
         "unexpected status; body: {body}"
     );
 }
+
+/// `csv` stored as an upload of `user_id`'s, as a browser's or the command's upload stores
+/// it.
+pub async fn uploaded(
+    store: &queue::Store,
+    user_id: uuid::Uuid,
+    csv: &[u8],
+) -> caseload::people_import::upload::Upload {
+    use caseload::people_import::upload::UploadWriter;
+    let mut writer = UploadWriter::begin(store, user_id, "people.csv", u64::MAX)
+        .await
+        .unwrap();
+    writer.write(store, csv).await.unwrap();
+    writer.finish(store).await.unwrap()
+}

@@ -1,19 +1,28 @@
 //! The CSV import of people from a shell (`bulkq import people`): a file with every kind of
 //! bad row imports exactly its good ones and reports the rest by line, the same file again
 //! changes nothing, a full sync retires who the file lacks, an import handed back part way
-//! resumes without applying a row twice, and files that cannot be read apply nothing.
+//! resumes without applying a row twice, and files that cannot be read apply nothing; on
+//! the dashboard, an upload is refused whole or stored, previewed, imported once and its
+//! error report downloaded, and uploads no task needs are found for deletion.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use app::api::imports::ImportDraft;
+use app::api::ssr::BulkSettings;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
 use bulkq_types::actions::PEOPLE_IMPORT;
+use caseload::people_import::cleanup::stale_uploads;
 use caseload::people_import::preview::preview;
-use caseload::people_import::upload::{begin_upload, find_upload, finish_upload, store_chunk};
+use caseload::people_import::start::start_import;
 use caseload::people_import::{ImportProgress, ImportSpec};
 use caseload::users::Role;
 use migration::Migrator;
 use queue::testing::{TestDatabase, fast_config, wait_until};
-use queue::{NewTask, Registry, Runtime, Store, TaskStatus};
+use queue::{Registry, Runtime, Store, TaskStatus};
+use sea_orm::ConnectionTrait;
+use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use server::config::ImportPeopleArgs;
 use server::import_command::import_people;
 
@@ -23,6 +32,7 @@ queue::backend_tests!(Migrator =>
     a_file_with_every_bad_row_imports_its_good_rows_once,
     an_import_handed_back_part_way_resumes_where_it_stopped,
     files_that_cannot_be_read_apply_nothing,
+    the_dashboard_uploads_previews_imports_once_and_reports,
 );
 
 /// Good rows S1, S2 (with a quoted newline in a column the import ignores) and S7; bad
@@ -193,34 +203,15 @@ async fn an_import_handed_back_part_way_resumes_where_it_stopped(db: TestDatabas
         csv.extend_from_slice(format!("R{n},First{n},Last{n},ACTIVE\n").as_bytes());
     }
     csv.extend_from_slice(b"R3,Again,Repeat,ACTIVE\n");
-    let upload_id = begin_upload(&db.conn, admin.id, "many.csv").await.unwrap();
-    store_chunk(&db.conn, upload_id, 0, csv).await.unwrap();
-    finish_upload(&db.conn, upload_id).await.unwrap();
-    let upload = find_upload(&db.conn, upload_id).await.unwrap().unwrap();
+    let store = Store::new(db.conn.clone());
+    let upload = uploaded(&store, admin.id, &csv).await;
     let seen = preview(&db.conn, &upload, None, false).await.unwrap();
     assert_eq!(
         (seen.rows, seen.counts.created, seen.problem_count),
         (1_501, 1_500, 1)
     );
-    let spec = ImportSpec {
-        upload_id,
-        file_name: upload.file_name.clone(),
-        mapping: seen.mapping,
-        full_sync: false,
-        first_row: seen.first_row,
-        rows: seen.rows,
-    };
-    let store = Store::new(db.conn.clone());
-    let mut txn = store.begin_queue().await.unwrap();
-    let task = txn
-        .enqueue(NewTask::new(
-            PEOPLE_IMPORT,
-            serde_json::to_value(&spec).unwrap(),
-            admin.id,
-        ))
-        .await
-        .unwrap();
-    txn.commit().await.unwrap();
+    let spec = ImportSpec::of(&upload, &seen, false);
+    let task = start_import(&store, admin.id, "ada", &spec).await.unwrap();
 
     let mut events = store.subscribe().await.unwrap();
     let registry = || {
@@ -307,4 +298,183 @@ async fn files_that_cannot_be_read_apply_nothing(db: TestDatabase) {
         0,
         "nothing kept"
     );
+}
+
+/// A browser's multipart form upload of `bytes` as the file field `field`.
+fn upload_form(field: &str, bytes: &[u8], cookie: &str) -> Request<Body> {
+    let mut body = format!(
+        "--XFORMX\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"people.csv\"\r\n\
+         Content-Type: text/csv\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(b"\r\n--XFORMX--\r\n");
+    Request::post("/admin/imports/upload")
+        .header(header::CONTENT_TYPE, "multipart/form-data; boundary=XFORMX")
+        .header(header::COOKIE, cookie)
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// Where an upload sent the browser: its preview's upload id, or the reason it was refused.
+fn upload_outcome(response: &axum::http::Response<()>) -> Result<uuid::Uuid, String> {
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let location = response.headers()[header::LOCATION].to_str().unwrap();
+    match location.strip_prefix("/admin/imports/") {
+        Some(id) => Ok(id.parse().unwrap()),
+        None => Err(percent_encoding::percent_decode_str(location)
+            .decode_utf8_lossy()
+            .into_owned()),
+    }
+}
+
+async fn the_dashboard_uploads_previews_imports_once_and_reports(db: TestDatabase) {
+    let store = Store::new(db.conn.clone());
+    let bulk = BulkSettings {
+        import_max_bytes: 4_096,
+        ..BulkSettings::default()
+    };
+    let app = app_with_settings(&db, store.clone(), bulk).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let admin = sign_in_as(&app, "ada").await;
+    let staff = sign_in_as(&app, "sam").await;
+
+    let (response, body) = send(&app, upload_form("file", &messy_file(), &staff)).await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+    for (field, bytes, words) in [
+        ("file", vec![b'x'; 5_000], "over the limit of 4096 bytes"),
+        ("file", Vec::new(), "The file is empty"),
+        ("notes", b"a,b\n".to_vec(), "Choose a CSV file"),
+    ] {
+        let (response, _) = send(&app, upload_form(field, &bytes, &admin)).await;
+        let reason = upload_outcome(&response).unwrap_err();
+        assert!(reason.contains(words), "{words} in {reason}");
+    }
+    let mut cut_off = upload_form("file", &messy_file(), &admin);
+    *cut_off.body_mut() =
+        Body::from("--XFORMX\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nS1,");
+    let (response, _) = send(&app, cut_off).await;
+    assert!(upload_outcome(&response).unwrap_err().contains("cut off"));
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM people_import").await,
+        0,
+        "nothing refused is kept"
+    );
+
+    let (response, _) = send(&app, upload_form("file", &messy_file(), &admin)).await;
+    let upload_id = upload_outcome(&response).unwrap();
+    let ask = |mapping: &str| {
+        format!(r#"{{"upload_id":"{upload_id}","mapping":{mapping},"full_sync":false}}"#)
+    };
+    let (response, body) = send(
+        &app,
+        post_json("/api/imports/preview", &ask("null"), Some(&admin)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    let draft: ImportDraft = serde_json::from_str(&body).unwrap();
+    let preview = draft.preview.unwrap();
+    assert_eq!(
+        (preview.rows, preview.counts.created, preview.problem_count),
+        (8, 3, 5)
+    );
+    let (response, body) = send(
+        &app,
+        post_json("/api/imports/preview", &ask("null"), Some(&staff)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+
+    // Import, pressed twice: one task.
+    let mapping = serde_json::to_string(&preview.mapping).unwrap();
+    let (response, body) = send(
+        &app,
+        post_json("/api/imports/start", &ask(&mapping), Some(&admin)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    let task_id: uuid::Uuid = serde_json::from_str(&body).unwrap();
+    let (response, body) = send(
+        &app,
+        post_json("/api/imports/start", &ask(&mapping), Some(&admin)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("imported already"), "{body}");
+
+    let mut events = store.subscribe().await.unwrap();
+    let mut registry = Registry::new();
+    caseload::actions::executors_for_import(&mut registry, 2);
+    let runtime = Runtime::start(fast_config("dashboard-import"), store.clone(), registry)
+        .await
+        .unwrap();
+    wait_until(
+        &mut events,
+        Duration::from_secs(60),
+        "the import finished",
+        async || {
+            store
+                .task_get(task_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .workflow_status
+                == TaskStatus::Completed
+        },
+    )
+    .await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 3);
+
+    let report = format!("/admin/imports/{upload_id}/problems.csv");
+    let (response, body) = send(&app, get(&report, Some(&staff))).await;
+    assert_status(&response, &body, StatusCode::FORBIDDEN);
+    let (response, body) = send(&app, get(&report, Some(&admin))).await;
+    assert_status(&response, &body, StatusCode::OK);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/csv; charset=utf-8"
+    );
+    let lines: Vec<&str> = body
+        .lines()
+        .map(|line| line.split(',').next().unwrap())
+        .collect();
+    assert_eq!(lines, ["line", "5", "6", "7", "8", "9"], "{body}");
+    assert!(body.contains("looks like a spreadsheet formula"), "{body}");
+
+    // Another upload, discarded; the imported one cannot be.
+    let (response, _) = send(&app, upload_form("file", &messy_file(), &admin)).await;
+    let second = upload_outcome(&response).unwrap();
+    let discard = |id: uuid::Uuid| format!(r#"{{"upload_id":"{id}"}}"#);
+    let (response, body) = send(
+        &app,
+        post_json("/api/imports/discard", &discard(upload_id), Some(&admin)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::CONFLICT);
+    let (response, body) = send(
+        &app,
+        post_json("/api/imports/discard", &discard(second), Some(&admin)),
+    )
+    .await;
+    assert_status(&response, &body, StatusCode::OK);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM people_import").await, 1);
+
+    // The cleanup job's choice: an untaken upload once a day old, a taken one once its
+    // task is gone.
+    let (response, _) = send(&app, upload_form("file", &messy_file(), &admin)).await;
+    let untaken = upload_outcome(&response).unwrap();
+    let now = chrono::Utc::now();
+    assert!(stale_uploads(&db.conn, now).await.unwrap().is_empty());
+    let tomorrow = now + chrono::Duration::hours(25);
+    assert_eq!(stale_uploads(&db.conn, tomorrow).await.unwrap(), [untaken]);
+    let mut forget_task = Query::update();
+    forget_task
+        .table("people_import")
+        .value("task_id", uuid::Uuid::now_v7())
+        .and_where(Expr::col("id").eq(upload_id));
+    db.conn.execute(&forget_task).await.unwrap();
+    let mut stale = stale_uploads(&db.conn, now).await.unwrap();
+    stale.sort();
+    assert_eq!(stale, [upload_id]);
 }
