@@ -28,6 +28,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 /// Runs `import people`.
 pub async fn import_people(database_url: &str, args: ImportPeopleArgs) -> anyhow::Result<()> {
+    crate::memory::give_large_blocks_back();
     let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     let admin = find_account(&db, &args.as_user).await?;
     if admin.role != Role::Admin || admin.disabled_at.is_some() {

@@ -134,27 +134,74 @@ pub async fn read_head<C: ConnectionTrait>(
     })
 }
 
-/// The next at most `max_rows` rows of `upload` from `at`, where reading goes on next, and
-/// whether the file ends there.
-pub async fn next_rows<C: ConnectionTrait>(
-    db: &C,
-    upload: &Upload,
-    at: FilePosition,
-    max_rows: usize,
-) -> Result<(Vec<CsvRow>, FilePosition, bool), CaseloadError> {
-    let (window, at_end) = read_window(db, upload, at.offset, WINDOW_BYTES).await?;
-    let rows = rows_in(&window, at.offset, at.line, at_end, max_rows).map_err(file_problem)?;
-    let next = match rows.last() {
-        Some(last) => FilePosition {
-            offset: last.next_offset,
-            line: last.next_line,
-        },
-        None => at,
-    };
-    // The window reached the file's end and the reader stopped short of `max_rows`: every
-    // row is read (what may follow is a line end the reader had no row for).
-    let done = at_end && rows.len() < max_rows;
-    Ok((rows, next, done))
+/// Reads an upload's rows in order, keeping the window of the file it read last: each
+/// batch takes its rows from it, and a window is read again only when a batch's rows run
+/// past its end, so every stored chunk is read about once (not a whole window per batch).
+#[derive(Debug, Default)]
+pub struct RowReader {
+    window: Vec<u8>,
+    /// The file offset of the window's first byte.
+    window_at: u64,
+    /// Whether the window reaches the end of the file.
+    window_ends_file: bool,
+}
+
+impl RowReader {
+    /// The next at most `max_rows` rows of `upload` from `at`, where reading goes on next,
+    /// and whether the file ends there.
+    pub async fn next_rows<C: ConnectionTrait>(
+        &mut self,
+        db: &C,
+        upload: &Upload,
+        at: FilePosition,
+        max_rows: usize,
+    ) -> Result<(Vec<CsvRow>, FilePosition, bool), CaseloadError> {
+        let window_end = self.window_at + self.window.len() as u64;
+        if !(self.window_at..=window_end).contains(&at.offset) {
+            self.read(db, upload, at.offset).await?;
+        }
+        let rows = loop {
+            let from = (at.offset - self.window_at) as usize;
+            let rows = rows_in(
+                &self.window[from..],
+                at.offset,
+                at.line,
+                self.window_ends_file,
+                max_rows,
+            );
+            let short = rows
+                .as_ref()
+                .map_or(true, |rows| rows.len() < max_rows && !self.window_ends_file);
+            // Rows ran past the window's end: read on from `at`, once.
+            if short && from > 0 {
+                self.read(db, upload, at.offset).await?;
+                continue;
+            }
+            break rows.map_err(file_problem)?;
+        };
+        let next = match rows.last() {
+            Some(last) => FilePosition {
+                offset: last.next_offset,
+                line: last.next_line,
+            },
+            None => at,
+        };
+        // The window reached the file's end and the reader stopped short of `max_rows`:
+        // every row is read (what may follow is a line end the reader had no row for).
+        let done = self.window_ends_file && rows.len() < max_rows;
+        Ok((rows, next, done))
+    }
+
+    async fn read<C: ConnectionTrait>(
+        &mut self,
+        db: &C,
+        upload: &Upload,
+        offset: u64,
+    ) -> Result<(), CaseloadError> {
+        let (window, ends_file) = read_window(db, upload, offset, WINDOW_BYTES).await?;
+        (self.window, self.window_at, self.window_ends_file) = (window, offset, ends_file);
+        Ok(())
+    }
 }
 
 /// A batch's rows sorted into records to apply and problems, checked alone, against each

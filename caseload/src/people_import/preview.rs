@@ -10,7 +10,7 @@ use bulkq_types::person_records::SyncCounts;
 use sea_orm::ConnectionTrait;
 
 use super::upload::Upload;
-use super::{ColumnMapping, ImportPreview, RowProblem, next_rows, read_head, sort_rows};
+use super::{ColumnMapping, ImportPreview, RowProblem, RowReader, read_head, sort_rows};
 use crate::CaseloadError;
 use crate::people_sync::{outcomes, unretired_count};
 
@@ -53,8 +53,9 @@ pub async fn preview<C: ConnectionTrait>(
     let mut seen: HashSet<u64> = HashSet::new();
     let mut kept_unretired = 0;
     let mut at = head.first_row;
+    let mut reader = RowReader::default();
     loop {
-        let (rows, next, done) = next_rows(db, upload, at, ROWS_PER_PASS).await?;
+        let (rows, next, done) = reader.next_rows(db, upload, at, ROWS_PER_PASS).await?;
         for row in rows
             .iter()
             .take(FIRST_ROWS.saturating_sub(preview.first_rows.len()))

@@ -16,7 +16,7 @@ use bulkq_types::actions::PEOPLE_IMPORT;
 use caseload::people_import::cleanup::stale_uploads;
 use caseload::people_import::preview::preview;
 use caseload::people_import::start::start_import;
-use caseload::people_import::{ImportProgress, ImportSpec};
+use caseload::people_import::{FilePosition, ImportProgress, ImportSpec, RowReader, WINDOW_BYTES};
 use caseload::users::Role;
 use migration::Migrator;
 use queue::testing::{TestDatabase, fast_config, wait_until};
@@ -33,6 +33,7 @@ queue::backend_tests!(Migrator =>
     an_import_handed_back_part_way_resumes_where_it_stopped,
     files_that_cannot_be_read_apply_nothing,
     the_dashboard_uploads_previews_imports_once_and_reports,
+    a_file_longer_than_a_window_is_read_once_row_by_row,
 );
 
 /// Good rows S1, S2 (with a quoted newline in a column the import ignores) and S7; bad
@@ -179,6 +180,28 @@ async fn a_file_with_every_bad_row_imports_its_good_rows_once(db: TestDatabase) 
     );
 }
 
+/// Runs import tasks, `batch_size` rows per batch, on a runtime named `node` until the
+/// task `task_id` has completed.
+async fn finish_import(store: &Store, task_id: uuid::Uuid, batch_size: u64, node: &str) {
+    let mut events = store.subscribe().await.unwrap();
+    let mut registry = Registry::new();
+    caseload::actions::executors_for_import(&mut registry, batch_size);
+    let runtime = Runtime::start(fast_config(node), store.clone(), registry)
+        .await
+        .unwrap();
+    wait_until(
+        &mut events,
+        Duration::from_secs(60),
+        "the import finished",
+        async || {
+            let task = store.task_get(task_id).await.unwrap().unwrap();
+            task.workflow_status == TaskStatus::Completed
+        },
+    )
+    .await;
+    runtime.shutdown(Duration::from_secs(5)).await;
+}
+
 /// The progress of the import task finished last.
 async fn last_import_progress(db: &TestDatabase) -> ImportProgress {
     let store = Store::new(db.conn.clone());
@@ -214,12 +237,9 @@ async fn an_import_handed_back_part_way_resumes_where_it_stopped(db: TestDatabas
     let task = start_import(&store, admin.id, "ada", &spec).await.unwrap();
 
     let mut events = store.subscribe().await.unwrap();
-    let registry = || {
-        let mut registry = Registry::new();
-        caseload::actions::executors_for_import(&mut registry, 3);
-        registry
-    };
-    let first = Runtime::start(fast_config("import-a"), store.clone(), registry())
+    let mut registry = Registry::new();
+    caseload::actions::executors_for_import(&mut registry, 3);
+    let first = Runtime::start(fast_config("import-a"), store.clone(), registry)
         .await
         .unwrap();
     wait_until(
@@ -241,20 +261,7 @@ async fn an_import_handed_back_part_way_resumes_where_it_stopped(db: TestDatabas
         handed_back.progress_done
     );
 
-    let second = Runtime::start(fast_config("import-b"), store.clone(), registry())
-        .await
-        .unwrap();
-    wait_until(
-        &mut events,
-        Duration::from_secs(60),
-        "the import finished",
-        async || {
-            let task = store.task_get(task.id).await.unwrap().unwrap();
-            task.workflow_status == TaskStatus::Completed
-        },
-    )
-    .await;
-    second.shutdown(Duration::from_secs(5)).await;
+    finish_import(&store, task.id, 3, "import-b").await;
     let done = ImportProgress::of(
         &store
             .task_get(task.id)
@@ -402,28 +409,7 @@ async fn the_dashboard_uploads_previews_imports_once_and_reports(db: TestDatabas
     assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("imported already"), "{body}");
 
-    let mut events = store.subscribe().await.unwrap();
-    let mut registry = Registry::new();
-    caseload::actions::executors_for_import(&mut registry, 2);
-    let runtime = Runtime::start(fast_config("dashboard-import"), store.clone(), registry)
-        .await
-        .unwrap();
-    wait_until(
-        &mut events,
-        Duration::from_secs(60),
-        "the import finished",
-        async || {
-            store
-                .task_get(task_id)
-                .await
-                .unwrap()
-                .unwrap()
-                .workflow_status
-                == TaskStatus::Completed
-        },
-    )
-    .await;
-    runtime.shutdown(Duration::from_secs(5)).await;
+    finish_import(&store, task_id, 2, "dashboard-import").await;
     assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 3);
 
     let report = format!("/admin/imports/{upload_id}/problems.csv");
@@ -477,4 +463,51 @@ async fn the_dashboard_uploads_previews_imports_once_and_reports(db: TestDatabas
     let mut stale = stale_uploads(&db.conn, now).await.unwrap();
     stale.sort();
     assert_eq!(stale, [upload_id]);
+}
+
+/// Batches read a file of several windows in order: every row once, on its own line,
+/// whether it ends inside a window or runs past one (every 1,000th row holds a quoted
+/// newline, so lines and rows differ).
+async fn a_file_longer_than_a_window_is_read_once_row_by_row(db: TestDatabase) {
+    let admin = add_user(&db, "ada", Role::Admin).await;
+    let header = b"school_id,first_name,last_name,program_status,notes\n";
+    let mut csv = header.to_vec();
+    let mut rows = 0u64;
+    while csv.len() < 2 * WINDOW_BYTES + 100_000 {
+        let notes = if rows % 1_000 == 999 {
+            "\"two\nlines\""
+        } else {
+            ""
+        };
+        csv.extend_from_slice(
+            format!("W{rows},First{rows},Last{rows},ACTIVE,{notes}\n").as_bytes(),
+        );
+        rows += 1;
+    }
+    let store = Store::new(db.conn.clone());
+    let upload = uploaded(&store, admin.id, &csv).await;
+    let mut reader = RowReader::default();
+    let mut at = FilePosition {
+        offset: header.len() as u64,
+        line: 2,
+    };
+    let (mut seen, mut line) = (0u64, 2u64);
+    loop {
+        let (batch, next, done) = reader
+            .next_rows(&db.conn, &upload, at, 4_999)
+            .await
+            .unwrap();
+        for row in &batch {
+            let fields = row.fields.as_ref().unwrap();
+            assert_eq!(fields[0], format!("W{seen}"));
+            assert_eq!(row.line, line, "row {seen}");
+            line = row.next_line;
+            seen += 1;
+        }
+        at = next;
+        if done {
+            break;
+        }
+    }
+    assert_eq!(seen, rows);
 }

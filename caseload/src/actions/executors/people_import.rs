@@ -13,7 +13,7 @@ use crate::actions::pace::SharedPace;
 use crate::actions::walk::{read_spec, task_error};
 use crate::people_import::upload::{find_upload, release_file};
 use crate::people_import::{
-    ImportPhase, ImportProgress, ImportSpec, PROGRESS_KEY, claim_school_ids, next_rows,
+    ImportPhase, ImportProgress, ImportSpec, PROGRESS_KEY, RowReader, claim_school_ids,
     record_problems, sort_rows, unclaimed_after,
 };
 use crate::people_sync::{apply, retire};
@@ -28,6 +28,7 @@ impl TaskExecutor for PeopleImportExecutor {
     async fn execute(&self, ctx: &mut TaskContext) -> Result<(), TaskError> {
         let spec: ImportSpec = read_spec(ctx)?;
         let mut progress = ImportProgress::of(ctx.checkpoint());
+        let mut reader = RowReader::default();
         while progress.phase != ImportPhase::Done {
             let began = std::time::Instant::now();
             let txn = ctx.begin_batch().await?;
@@ -47,7 +48,8 @@ impl TaskExecutor for PeopleImportExecutor {
                         .map_err(task_error)?
                         .ok_or_else(|| TaskError::permanent("the uploaded file was deleted"))?;
                     let at = progress.at.unwrap_or(spec.first_row);
-                    let (rows, next, done) = next_rows(&*txn, &upload, at, rows as usize)
+                    let (rows, next, done) = reader
+                        .next_rows(&*txn, &upload, at, rows as usize)
                         .await
                         .map_err(task_error)?;
                     batch_rows = rows.len() as u64;
