@@ -13,7 +13,8 @@ use std::collections::{HashMap, HashSet};
 use bulkq_types::person_records::{PersonRecord, RETIRED_STATUS, SyncOutcome};
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter,
+    QuerySelect,
 };
 use uuid::Uuid;
 
@@ -40,7 +41,7 @@ pub struct ResolvedRecord {
 
 impl ResolvedRecord {
     /// Whether the stored person already is what the record says.
-    fn matches(&self, row: &person::Model) -> bool {
+    fn matches(&self, row: &StoredPerson) -> bool {
         row.first_name == self.first_name
             && row.last_name == self.last_name
             && row.email == self.email
@@ -285,16 +286,41 @@ pub async fn retire<C: ConnectionTrait>(
     Ok(outcomes)
 }
 
+/// What a record is compared with: a person's fields that records hold (not when or by whom
+/// they last changed, which would only cost every read a timestamp to decode).
+#[derive(Debug, FromQueryResult)]
+struct StoredPerson {
+    id: Uuid,
+    school_id: String,
+    first_name: String,
+    last_name: String,
+    email: Option<String>,
+    program_status: String,
+    coach_id: Option<Uuid>,
+}
+
 /// The people with these school ids, by school id.
 async fn people_by_school_id<C: ConnectionTrait>(
     db: &C,
     school_ids: impl IntoIterator<Item = String>,
-) -> Result<HashMap<String, person::Model>, CaseloadError> {
+) -> Result<HashMap<String, StoredPerson>, CaseloadError> {
+    use person::Column;
     let school_ids: Vec<String> = school_ids.into_iter().collect();
     let mut found = HashMap::with_capacity(school_ids.len());
     for chunk in school_ids.chunks(INSERT_CHUNK * 10) {
         let rows = person::Entity::find()
-            .filter(person::Column::SchoolId.is_in(chunk.iter().cloned()))
+            .select_only()
+            .columns([
+                Column::Id,
+                Column::SchoolId,
+                Column::FirstName,
+                Column::LastName,
+                Column::Email,
+                Column::ProgramStatus,
+                Column::CoachId,
+            ])
+            .filter(Column::SchoolId.is_in(chunk.iter().cloned()))
+            .into_model::<StoredPerson>()
             .all(db)
             .await?;
         found.extend(rows.into_iter().map(|row| (row.school_id.clone(), row)));
