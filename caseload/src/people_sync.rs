@@ -48,6 +48,20 @@ impl ResolvedRecord {
             && row.program_status == self.program_status
             && row.coach_id == self.coach_id
     }
+
+    /// The fields a record sets on a person, as changed by `actor_id` at `now`.
+    fn as_change(&self, actor_id: Uuid, now: DateTime<Utc>) -> person::ActiveModel {
+        person::ActiveModel {
+            first_name: Set(self.first_name.clone()),
+            last_name: Set(self.last_name.clone()),
+            email: Set(self.email.clone()),
+            program_status: Set(self.program_status.clone()),
+            coach_id: Set(self.coach_id),
+            updated_by: Set(Some(actor_id)),
+            updated_at: Set(now),
+            ..Default::default()
+        }
+    }
 }
 
 /// What [`apply`] would do with each record, without writing anything, and how many of the
@@ -199,13 +213,7 @@ pub async fn apply<C: ConnectionTrait>(
             new_rows.push(person::ActiveModel {
                 id: Set(Uuid::now_v7()),
                 school_id: Set(record.school_id.clone()),
-                first_name: Set(record.first_name.clone()),
-                last_name: Set(record.last_name.clone()),
-                email: Set(record.email.clone()),
-                program_status: Set(record.program_status.clone()),
-                coach_id: Set(record.coach_id),
-                updated_by: Set(Some(actor_id)),
-                updated_at: Set(now),
+                ..record.as_change(actor_id, now)
             });
             outcomes.push(SyncOutcome::Created);
             continue;
@@ -222,16 +230,7 @@ pub async fn apply<C: ConnectionTrait>(
             ));
         }
         person::Entity::update_many()
-            .set(person::ActiveModel {
-                first_name: Set(record.first_name.clone()),
-                last_name: Set(record.last_name.clone()),
-                email: Set(record.email.clone()),
-                program_status: Set(record.program_status.clone()),
-                coach_id: Set(record.coach_id),
-                updated_by: Set(Some(actor_id)),
-                updated_at: Set(now),
-                ..Default::default()
-            })
+            .set(record.as_change(actor_id, now))
             .filter(person::Column::Id.eq(row.id))
             .exec(db)
             .await?;

@@ -53,10 +53,10 @@ pub async fn discard_import(upload_id: Uuid) -> Result<(), AppError> {
 
 #[cfg(feature = "ssr")]
 mod ssr_impl {
-    use caseload::people_import::ImportSpec;
     use caseload::people_import::preview::preview;
     use caseload::people_import::start::start_import;
     use caseload::people_import::upload::{Upload, delete_upload, find_upload};
+    use caseload::people_import::{ImportSpec, count_rows, read_head};
 
     use super::*;
     use crate::api::ssr::{require_admin, state};
@@ -97,13 +97,16 @@ mod ssr_impl {
         let admin = require_admin().await?;
         let app = state()?;
         let upload = finished_upload(upload_id).await?;
-        // Read through again: the spec needs the rows this mapping finds, and the file is
-        // the one truth about them.
-        let preview = preview(&app.db, &upload, Some(mapping), full_sync).await?;
-        if !preview.mapping_problems.is_empty() {
-            return Err(AppError::invalid_fields(preview.mapping_problems));
+        // The spec's first row and row count come from the file, not from the browser:
+        // counted without the preview's lookups, so a large file starts at once.
+        let head = read_head(&app.db, &upload).await?;
+        let problems = mapping.problems(head.header.len());
+        if !problems.is_empty() {
+            let problems = problems.into_iter().map(|(f, p)| (f.to_owned(), p));
+            return Err(AppError::invalid_fields(problems));
         }
-        let spec = ImportSpec::of(&upload, &preview, full_sync);
+        let rows = count_rows(&app.db, &upload, head.first_row).await?;
+        let spec = ImportSpec::new(&upload, mapping, head.first_row, rows, full_sync);
         let task = start_import(&app.store, admin.id, &admin.username, &spec).await?;
         tracing::info!(admin = %admin.username, task = %task.id, file = %upload.file_name,
             "people import started");

@@ -53,14 +53,53 @@ pub struct ImportSpec {
 impl ImportSpec {
     /// The import of `upload` as `preview` read it.
     pub fn of(upload: &Upload, preview: &ImportPreview, full_sync: bool) -> Self {
+        Self::new(
+            upload,
+            preview.mapping.clone(),
+            preview.first_row,
+            preview.rows,
+            full_sync,
+        )
+    }
+
+    /// The import of `upload`'s `rows` rows from `first_row` with `mapping`.
+    pub fn new(
+        upload: &Upload,
+        mapping: ColumnMapping,
+        first_row: FilePosition,
+        rows: u64,
+        full_sync: bool,
+    ) -> Self {
         ImportSpec {
             upload_id: upload.id,
             file_name: upload.file_name.clone(),
-            mapping: preview.mapping.clone(),
+            mapping,
             full_sync,
-            first_row: preview.first_row,
-            rows: preview.rows,
+            first_row,
+            rows,
         }
+    }
+}
+
+/// How many data rows `upload` has from `first_row`, as a preview counts them (blank rows
+/// not, unreadable ones too), read through without looking anything up.
+pub async fn count_rows<C: ConnectionTrait>(
+    db: &C,
+    upload: &Upload,
+    first_row: FilePosition,
+) -> Result<u64, CaseloadError> {
+    let mut reader = RowReader::default();
+    let (mut at, mut rows) = (first_row, 0);
+    loop {
+        let (batch, next, done) = reader.next_rows(db, upload, at, 10_000).await?;
+        rows += batch
+            .iter()
+            .filter(|row| row.fields.as_ref().map_or(true, |fields| !is_blank(fields)))
+            .count() as u64;
+        if done {
+            return Ok(rows);
+        }
+        at = next;
     }
 }
 
