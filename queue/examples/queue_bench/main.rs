@@ -19,6 +19,9 @@
 //!   executor's first line, p50 / p95 / p99 / max. Its baseline, measured after the tasks
 //!   at the same cadence: two durable commits in a row (see `floor`), the least any path
 //!   from an enqueue's COMMIT to a durable claim costs; the latency as a multiple of theirs.
+//! - **idle**: a node with nothing to do, its CPU time over 20 s as a share of a core; then
+//!   tasks committed by this process one at a time after 2.5 s of quiet each, commit to
+//!   start p50 / max (see `idle`).
 //! - **aged**: the drain again with 1,000,000 COMPLETED tasks (and their history) retained
 //!   in the table, vacuumed and checkpointed (see `age`), and its rate as a share of the
 //!   fresh table's.
@@ -30,7 +33,7 @@
 //!   nodes gain by holding claimed tasks: the default's rate as a share of this one's.
 //!
 //! `--only` runs just the named scenarios, of `drain` (1 × 16), `drain_2x8`, `statements`,
-//! `latency`, `aged` and `no_prefetch`: `make bench-peers` (scripts/bench-peers.sh) runs
+//! `latency`, `idle`, `aged` and `no_prefetch`: `make bench-peers` (scripts/bench-peers.sh) runs
 //! `--backend postgres --only drain,drain_2x8,latency --rounds 1` once per repetition,
 //! interleaved with another queue's runs.
 //!
@@ -39,6 +42,7 @@
 //! and a table at the end. These are figures to read, not tests.
 
 mod floor;
+mod idle;
 mod report;
 mod round;
 mod statements;
@@ -55,7 +59,8 @@ use sea_orm::ConnectionTrait;
 use serde_json::json;
 
 use report::{Figure, Report, quantile};
-use worker::{Nodes, noop_task, unix_micros};
+use uuid::Uuid;
+use worker::{NodeReport, Nodes, noop_task, unix_micros};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -78,11 +83,12 @@ impl Settings {
 }
 
 /// Every scenario's name for `--only`, in the order they run.
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 7] = [
     "drain",
     "drain_2x8",
     "statements",
     "latency",
+    "idle",
     "aged",
     "no_prefetch",
 ];
@@ -170,6 +176,9 @@ async fn main() -> Result<(), Error> {
         }
         if settings.runs("latency") {
             latency(&mut report, backend).await?;
+        }
+        if settings.runs("idle") {
+            idle::idle(&mut report, backend).await?;
         }
         if settings.runs("aged")
             && let Some(aged) =
@@ -449,15 +458,7 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
         tokio::time::sleep(LATENCY_GAP).await;
     }
     let node_report = nodes.stop().await?;
-    let mut millis: Vec<f64> = node_report
-        .starts
-        .iter()
-        .filter_map(|(id, start)| committed.get(id).map(|at| (start - at) as f64 / 1000.0))
-        .collect();
-    if millis.len() != LATENCY_TASKS {
-        return Err(format!("{} of {LATENCY_TASKS} tasks started", millis.len()).into());
-    }
-    millis.sort_by(f64::total_cmp);
+    let millis = commit_to_start_millis(&node_report, &committed)?;
     floor_millis.sort_by(f64::total_cmp);
     let name = format!("{backend:?}").to_lowercase();
     println!(
@@ -486,6 +487,24 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
         peak_rss_mib: node_report.peak_rss_mib,
     });
     Ok(())
+}
+
+/// The milliseconds from each task's commit (Unix µs, by id) to its start, sorted; an
+/// error unless every task started.
+fn commit_to_start_millis(
+    node_report: &NodeReport,
+    committed: &HashMap<Uuid, i64>,
+) -> Result<Vec<f64>, Error> {
+    let mut millis: Vec<f64> = node_report
+        .starts
+        .iter()
+        .filter_map(|(id, start)| committed.get(id).map(|at| (start - at) as f64 / 1000.0))
+        .collect();
+    if millis.len() != committed.len() {
+        return Err(format!("{} of {} tasks started", millis.len(), committed.len()).into());
+    }
+    millis.sort_by(f64::total_cmp);
+    Ok(millis)
 }
 
 /// Waits until no task is left to run.

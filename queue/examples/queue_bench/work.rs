@@ -102,6 +102,13 @@ pub struct Cpu {
     nodes: u64,
 }
 
+impl Cpu {
+    /// The nodes' CPU seconds since `earlier`.
+    pub fn nodes_seconds_since(&self, earlier: &Cpu) -> f64 {
+        self.nodes.saturating_sub(earlier.nodes) as f64 / TICKS_PER_SECOND
+    }
+}
+
 /// The CPU time used so far by the machine and by the processes `pids`; `None` where
 /// `/proc` does not say (not Linux, or a process already gone).
 pub fn cpu(pids: &[u32]) -> Option<Cpu> {

@@ -107,8 +107,9 @@ pub struct RuntimeConfig {
     pub sweep_interval: Duration,
     /// SQLite only: how often the node looks for commits of other processes (tasks they
     /// enqueued) with `PRAGMA data_version`, which costs microseconds; on Linux a write to
-    /// the WAL file makes it look at once as well. PostgreSQL nodes are woken by NOTIFY
-    /// instead. Default [`SQLITE_POLL_INTERVAL_DEFAULT`] (1 ms).
+    /// the WAL file makes it look at once as well, and it looks only every 100 ms once
+    /// the database has gone 100 ms without a commit. PostgreSQL nodes are woken by NOTIFY instead. Default
+    /// [`SQLITE_POLL_INTERVAL_DEFAULT`] (1 ms).
     pub sqlite_poll_interval: Duration,
     /// Default [`HEARTBEAT_INTERVAL_DEFAULT`] (5 s).
     pub heartbeat_interval: Duration,
