@@ -60,15 +60,61 @@ pub fn coalesced(
 
 #[cfg(feature = "hydrate")]
 mod browser {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use std::time::Duration;
+
     use send_wrapper::SendWrapper;
     use web_sys::wasm_bindgen::JsCast;
     use web_sys::wasm_bindgen::closure::Closure;
-    use web_sys::{EventSource, MessageEvent};
+    use web_sys::{Event, EventSource, MessageEvent};
 
     use super::{LiveMessage, TASK_EVENTS_PATH};
-    use leptos::prelude::on_cleanup;
+    use leptos::prelude::{on_cleanup, set_timeout};
+
+    /// How long to wait before reopening a stream the browser gave up on, by how many times
+    /// in a row it did. The browser reconnects by itself when a stream ends or the network
+    /// fails, but gives up for good on any answer but 200: a proxy's 502 while the node
+    /// behind it restarts, or a 401 once signed out (hence the longer waits).
+    const REOPEN_AFTER_SECS: [u64; 5] = [1, 2, 5, 10, 30];
+
+    /// A page's stream across reopenings; dropped with the component.
+    #[derive(Default)]
+    struct Stream {
+        open: RefCell<Option<OpenSource>>,
+        /// Times in a row the browser gave up; 0 once a connection opens.
+        given_up: Cell<usize>,
+        ended: Cell<bool>,
+    }
+
+    /// An `EventSource` and the callbacks it holds, which must live as long as it does.
+    struct OpenSource {
+        source: EventSource,
+        _callbacks: [Closure<dyn Fn(MessageEvent)>; 3],
+        _on_error: Closure<dyn Fn(Event)>,
+    }
 
     pub fn connect(on_message: impl Fn(LiveMessage) + Clone + 'static) {
+        let stream = Rc::new(Stream::default());
+        open(&stream, on_message);
+        let held = SendWrapper::new(stream);
+        on_cleanup(move || {
+            let stream = held.take();
+            stream.ended.set(true);
+            if let Some(open) = stream.open.borrow_mut().take() {
+                open.source.close();
+            }
+        });
+    }
+
+    /// Opens the stream anew, replacing (and closing) the one the browser gave up on.
+    fn open(stream: &Rc<Stream>, on_message: impl Fn(LiveMessage) + Clone + 'static) {
+        if let Some(old) = stream.open.borrow_mut().take() {
+            old.source.close();
+        }
+        if stream.ended.get() {
+            return;
+        }
         let Ok(source) = EventSource::new(TASK_EVENTS_PATH) else {
             leptos::logging::error!("cannot open the live task stream");
             return;
@@ -87,17 +133,47 @@ mod browser {
         };
         // `open` fires on every (re)connection: anything sent while disconnected was missed.
         let on_open = {
+            let (on_message, stream) = (on_message.clone(), Rc::downgrade(stream));
+            Closure::<dyn Fn(MessageEvent)>::new(move |_| {
+                if let Some(stream) = stream.upgrade() {
+                    stream.given_up.set(0);
+                }
+                on_message(LiveMessage::Resync)
+            })
+        };
+        let on_resync = {
             let on_message = on_message.clone();
             Closure::<dyn Fn(MessageEvent)>::new(move |_| on_message(LiveMessage::Resync))
         };
-        let on_resync =
-            Closure::<dyn Fn(MessageEvent)>::new(move |_| on_message(LiveMessage::Resync));
+        let on_error = {
+            let (source, stream) = (source.clone(), Rc::downgrade(stream));
+            Closure::<dyn Fn(Event)>::new(move |_| {
+                let Some(stream) = stream.upgrade() else {
+                    return;
+                };
+                if source.ready_state() != EventSource::CLOSED {
+                    return; // the browser is reconnecting by itself
+                }
+                let times = stream.given_up.get();
+                stream.given_up.set(times + 1);
+                let wait = REOPEN_AFTER_SECS[times.min(REOPEN_AFTER_SECS.len() - 1)];
+                let (stream, on_message) = (SendWrapper::new(stream), on_message.clone());
+                // Later, not here: reopening drops this very callback.
+                set_timeout(
+                    move || open(&stream.take(), on_message),
+                    Duration::from_secs(wait),
+                );
+            })
+        };
         let _ = source.add_event_listener_with_callback("task", on_task.as_ref().unchecked_ref());
         let _ =
             source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
         source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-        // The closures must live as long as the connection; both go when the component does.
-        let held = SendWrapper::new((source, on_task, on_open, on_resync));
-        on_cleanup(move || held.take().0.close());
+        source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        *stream.open.borrow_mut() = Some(OpenSource {
+            source,
+            _callbacks: [on_task, on_open, on_resync],
+            _on_error: on_error,
+        });
     }
 }

@@ -24,6 +24,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -160,7 +161,9 @@ async fn main() -> anyhow::Result<()> {
         timings.record(0, took.0, took.1);
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    node.shutdown(Duration::from_secs(10)).await?;
+    node.shutdown(Duration::from_secs(10))
+        .await
+        .context("the queue did not stop in 10 s")?;
 
     let ratio = loaded_rate / alone_rate;
     let rss = peak_rss_mib();

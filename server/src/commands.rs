@@ -1,6 +1,5 @@
 //! What each subcommand does; `main` only parses the command line and dispatches here.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +19,8 @@ use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
 use crate::config::{SeedArgs, ServeOptions};
+use crate::draining::{self, Draining};
+use crate::http_server::{self, ConnectionLimits};
 use crate::queue_threads::QueueThreads;
 use crate::smtp_settings::{MailSettings, PASSWORD_ENV};
 use crate::{demo, site, web};
@@ -61,17 +62,31 @@ pub struct Node {
     pub runtime: RuntimeHandle,
     /// What the queue runs on: keep it until `runtime` has shut down (see [`Node::shutdown`]).
     pub queue_threads: QueueThreads,
+    /// Begun when the node is to stop: its streams end and `/readyz` answers 503.
+    pub draining: Draining,
 }
 
 impl Node {
-    /// Stops the queue as [`RuntimeHandle::shutdown`] does, then its threads.
-    pub async fn shutdown(self, grace: Duration) -> anyhow::Result<ShutdownReport> {
+    /// Stops the queue: no more claims, and every running task is asked to stop at its next
+    /// checkpoint and handed back (no attempt spent), so another node or this one restarted
+    /// carries on from there. A deploy then takes about one batch per node, not as long as
+    /// the longest bulk action. `None` if the queue had not stopped within `grace`: what
+    /// still runs is then left to the rescue of a crashed node.
+    pub async fn shutdown(self, grace: Duration) -> Option<ShutdownReport> {
         let Node {
             runtime,
             queue_threads,
             ..
         } = self;
-        queue_threads.run(runtime.shutdown(grace)).await
+        let stopped = queue_threads.run(runtime.shutdown_and_cancel());
+        match tokio::time::timeout(grace, stopped).await {
+            Ok(Ok(report)) => Some(report),
+            Ok(Err(error)) => {
+                tracing::error!(%error, "the task queue's threads ended abnormally");
+                None
+            }
+            Err(_) => None,
+        }
     }
 }
 
@@ -112,6 +127,7 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
     );
     state.login_throttle = Arc::new(LoginThrottle::new(options.concurrent_password_hashes));
     state.secure_cookies = options.secure_cookies;
+    let draining = Draining::default();
     let router = web::router(
         state,
         leptos_options,
@@ -120,12 +136,14 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
             request_timeout: options.request_timeout,
             streams_per_user: options.streams_per_user,
             trust_forwarded_for: options.trust_forwarded_for,
+            draining: draining.clone(),
         },
     );
     Ok(Node {
         router,
         runtime,
         queue_threads,
+        draining,
     })
 }
 
@@ -180,28 +198,51 @@ async fn start_queue(
     Ok(runtime)
 }
 
-/// `serve`: the dashboard and API until SIGINT/SIGTERM.
+/// `serve`: the dashboard and API until SIGINT/SIGTERM, then a drain ([`Draining`]) of at
+/// most `--shutdown-grace`: HTTP stops accepting and finishes what is in flight while the
+/// queue hands its running tasks back; whatever is still open at the end is cut off.
 pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
     let node = start_node(database_url, &options).await?;
-    let router = node.router.clone();
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
     let address = listener.local_addr()?;
     tracing::info!(%address, system_id = %options.system_id, "serving");
     println!("bulkq is running at http://{address}");
-    let served = axum::serve(
+    let draining = node.draining.clone();
+    let limits = ConnectionLimits {
+        header_read_timeout: options.header_read_timeout,
+        max_connections: options.max_connections,
+    };
+    let mut http = tokio::spawn(http_server::serve(
         listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
-    .context("serving HTTP");
-    // HTTP has stopped accepting; now stop claiming and let running tasks finish or hand
-    // them back, whether HTTP ended cleanly or not.
-    let report = node.shutdown(options.shutdown_grace).await?;
-    tracing::info!(handed_back = report.cancelled, "task queue stopped");
-    served
+        node.router.clone(),
+        limits,
+        draining.clone(),
+    ));
+    tokio::spawn(draining::begin_on_signal(draining.clone()));
+    draining.begun().await;
+    let grace = options.shutdown_grace;
+    let (http_drained, queue) =
+        tokio::join!(tokio::time::timeout(grace, &mut http), node.shutdown(grace));
+    match queue {
+        Some(report) => tracing::info!(handed_back = report.cancelled, "task queue stopped"),
+        None => tracing::warn!(
+            ?grace,
+            "the task queue did not stop within the grace period; its tasks will be rescued"
+        ),
+    }
+    match http_drained {
+        Ok(ended) => ended.context("the HTTP server"),
+        Err(_) => {
+            http.abort();
+            tracing::warn!(
+                ?grace,
+                "requests still open after the grace period were cut off"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// The executors this node runs: the bulk actions, with their export directory, mail
@@ -277,43 +318,6 @@ async fn delete_expired_sessions(store: Store) {
         if let Err(error) = app::api::login_throttle::delete_recovered(&store).await {
             tracing::warn!(%error, "deleting recovered sign-in limits failed");
         }
-    }
-}
-
-/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM, starting a graceful shutdown; a second
-/// signal exits at once, for an operator who does not want to wait for the grace period.
-async fn shutdown_signal() {
-    next_signal().await;
-    tracing::info!("shutting down gracefully; a second signal exits at once");
-    tokio::spawn(async {
-        next_signal().await;
-        tracing::warn!("second signal: exiting now");
-        std::process::exit(130);
-    });
-}
-
-/// Resolves on the next SIGINT or SIGTERM.
-async fn next_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
     }
 }
 

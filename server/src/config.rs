@@ -184,8 +184,9 @@ pub struct ServeOptions {
     /// PostgreSQL notification or a RabbitMQ hint): the safety net for a missed wake-up.
     #[arg(long, env = "BULKQ_SWEEP_INTERVAL", default_value = "1s", value_parser = positive_duration)]
     pub sweep_interval: Duration,
-    /// On SIGTERM/SIGINT, how long running tasks may take to finish before they are
-    /// cancelled and handed back to the queue (without spending an attempt).
+    /// On SIGTERM/SIGINT, the longest the node's stop may take: requests in flight finish
+    /// and running tasks are handed back at their next checkpoint (without spending an
+    /// attempt) meanwhile; whatever is still open then is cut off.
     #[arg(long, env = "BULKQ_SHUTDOWN_GRACE", default_value = "30s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
     /// Mark the session cookie `Secure` (only sent over HTTPS); turn on behind TLS.
@@ -258,6 +259,16 @@ pub struct ServeOptions {
     /// live update stream's body may go on).
     #[arg(long, env = "BULKQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
+    /// How long a client may take to send a request's headers, from the connection's start
+    /// or the end of its previous response; so also how long an idle kept-alive connection
+    /// stays open.
+    #[arg(long, env = "BULKQ_HEADER_READ_TIMEOUT", default_value = "20s", value_parser = positive_duration)]
+    pub header_read_timeout: Duration,
+    /// HTTP connections this node serves at once; further clients wait (in the system's
+    /// accept queue) until one ends.
+    #[arg(long, env = "BULKQ_MAX_CONNECTIONS", default_value_t = crate::http_server::MAX_CONNECTIONS_DEFAULT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub max_connections: usize,
     /// Live update streams (`/api/1/task-events`) one user may hold open on this node; one
     /// more is answered 429.
     #[arg(long, env = "BULKQ_STREAMS_PER_USER", default_value_t = crate::api::stream_limit::STREAMS_PER_USER_DEFAULT,
@@ -372,6 +383,8 @@ mod tests {
         assert_eq!(serve.park_after_crashes, 2);
         assert_eq!(serve.request_timeout, Duration::from_secs(30));
         assert_eq!(serve.streams_per_user, 6);
+        assert_eq!(serve.header_read_timeout, Duration::from_secs(20));
+        assert_eq!(serve.max_connections, 768);
         assert_eq!(serve.concurrent_password_hashes, 2);
         assert!(!serve.trust_forwarded_for);
     }

@@ -8,11 +8,13 @@
 //! - [`commands`]: what each subcommand does; [`user_commands`]: `bulkq user ...`;
 //!   [`import_command`]: `bulkq import people`; [`imports`]: the same file's upload and error
 //!   report on the dashboard.
+//! - [`http_server`]: the listener, its connection limits and its drain.
 //! - [`web`]: the router (sessions in the database through
 //!   `app::api::session_store`); [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site
 //!   checks; [`site`]: finding the built site; [`csv_download`]: a CSV answer's headers.
 //! - The router's guards: [`security_headers`] on every answer, [`failsafe`] for panics and
 //!   slow requests, [`client_address`] for the sign-in limits.
+//! - [`draining`]: a node's orderly stop, as its streams, readiness and queue see it.
 //! - [`demo`]: the demo users and caseload.
 //! - [`metrics`]: `/metrics` in the Prometheus format.
 //! - [`memory`]: large blocks given back to the system when freed.
@@ -26,7 +28,9 @@ pub mod config;
 pub mod csrf;
 pub mod csv_download;
 pub mod demo;
+pub mod draining;
 pub mod failsafe;
+pub mod http_server;
 pub mod import_command;
 pub mod imports;
 pub mod memory;

@@ -25,6 +25,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use crate::api;
 use crate::api::stream_limit::{STREAMS_PER_USER_DEFAULT, StreamLimit};
 use crate::client_address::{TrustForwardedFor, record_client_address};
+use crate::draining::Draining;
 use crate::failsafe::{self, RequestTimeout};
 use crate::security_headers::{Https, add_security_headers};
 use crate::session_renewal::{self, SESSION_IDLE_TIMEOUT};
@@ -55,6 +56,8 @@ pub struct WebOptions {
     pub streams_per_user: usize,
     /// Take the client's address from the last `X-Forwarded-For` hop (behind a proxy).
     pub trust_forwarded_for: bool,
+    /// The node's stop: live streams end and `/readyz` answers 503 once it begins.
+    pub draining: Draining,
 }
 
 /// Default [`WebOptions::request_timeout`]: far beyond any page or submission (which take
@@ -68,13 +71,14 @@ impl Default for WebOptions {
             request_timeout: REQUEST_TIMEOUT_DEFAULT,
             streams_per_user: STREAMS_PER_USER_DEFAULT,
             trust_forwarded_for: false,
+            draining: Draining::default(),
         }
     }
 }
 
 /// Builds the application's router.
 pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptions) -> Router {
-    let readiness = state.db.clone();
+    let readiness = (state.db.clone(), options.draining.clone());
     let queue = state.store.clone();
     crate::metrics::recorder();
     let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.store.clone()))
@@ -86,6 +90,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     let api = api::router(api::ApiState {
         app: state.clone(),
         streams: StreamLimit::new(options.streams_per_user),
+        draining: options.draining.clone(),
     });
     let imports = crate::imports::routes(state.clone());
     let context = move || provide_context(state.clone());
@@ -95,7 +100,10 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     };
     let routes = Router::new()
         .route("/healthz", get(healthz))
-        .route("/readyz", get(move || readyz(readiness.clone())))
+        .route(
+            "/readyz",
+            get(move || readyz(readiness.0.clone(), readiness.1.clone())),
+        )
         .route(
             "/metrics",
             get(move || crate::metrics::metrics(queue.clone())),
@@ -151,10 +159,13 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Readiness: the database answers and its schema is the one this binary expects, so a load
-/// balancer sends no traffic to a node that cannot serve it (or that runs ahead of a
-/// migration another node has not applied yet).
-async fn readyz(db: DatabaseConnection) -> (StatusCode, String) {
+/// Readiness: the node is not stopping, the database answers and its schema is the one this
+/// binary expects, so a load balancer sends no traffic to a node that cannot serve it (or
+/// that runs ahead of a migration another node has not applied yet).
+async fn readyz(db: DatabaseConnection, draining: Draining) -> (StatusCode, String) {
+    if draining.has_begun() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "stopping".into());
+    }
     match Migrator::get_pending_migrations(&db).await {
         Ok(pending) if pending.is_empty() => (StatusCode::OK, "ready".into()),
         Ok(pending) => (

@@ -5,8 +5,12 @@
 //! A stream lives no longer than the sign-in it was opened under: every few seconds it
 //! checks that its session still exists and still names a user who exists and is enabled,
 //! and ends when not (sign-out, expiry, the user disabled); a role changed meanwhile
-//! applies from that check on. A token's stream checks its token the same way. A user holds at most a few streams per node
-//! ([`StreamLimit`]); one more is answered 429.
+//! applies from that check on. A token's stream checks its token the same way. A user holds
+//! at most a few streams per node ([`StreamLimit`]); one more is answered 429.
+//!
+//! When the node begins to stop ([`Draining`]) every stream sends `reconnect`, with a
+//! `retry` of [`RECONNECT_AFTER`], and ends: the browser's `EventSource` reconnects by
+//! itself, to another node or to this one restarted.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -29,22 +33,29 @@ use tower_sessions::{Session, SessionStore};
 
 use super::stream_limit::{StreamLimit, StreamSlot};
 use super::user::{ApiUser, bearer_token};
+use crate::draining::Draining;
 
 /// How often an open stream checks that its sign-in still stands.
 pub const SESSION_RECHECK: Duration = Duration::from_secs(2);
+
+/// How long a page waits before it reconnects to a stopping node's successor: long enough
+/// for a restarted node to listen again, short enough that progress is live again at once.
+pub const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// One stream per open page; it ends when the browser goes away (axum drops it) or the
 /// sign-in ends.
 #[utoipa::path(get, path = "/task-events", tag = "tasks",
     responses(
-        (status = 200, description = "Server-sent events: `task` (a change, as JSON) and \
-            `resync` (fetch afresh)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events: `task` (a change, as JSON), \
+            `resync` (fetch afresh) and `reconnect` (the node is stopping: the stream ends, \
+            connect again after `retry`)", content_type = "text/event-stream", body = String),
         (status = 401, description = "Not signed in", body = ErrorBody),
         (status = 429, description = "Too many open streams for this user", body = ErrorBody),
     ))]
 pub async fn task_events(
     State(state): State<AppState>,
     State(limit): State<StreamLimit>,
+    State(draining): State<Draining>,
     headers: HeaderMap,
     user: ApiUser,
     session: Session,
@@ -68,6 +79,7 @@ pub async fn task_events(
         user: user.0,
         credential,
         recheck,
+        draining: Some(draining),
         _slot: slot,
     };
     Ok(Sse::new(futures_util::stream::unfold(stream, Live::next)).keep_alive(KeepAlive::default()))
@@ -82,6 +94,8 @@ struct Live {
     user: StaffUser,
     credential: Credential,
     recheck: Interval,
+    /// The node's stop, until the stream has said `reconnect`; then `None`, and it ends.
+    draining: Option<Draining>,
     /// Held while the stream is open.
     _slot: StreamSlot,
 }
@@ -89,12 +103,17 @@ struct Live {
 impl Live {
     /// The next event to send, or `None` to end the stream.
     async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
+        let draining = self.draining.take()?;
         loop {
             let received = tokio::select! {
                 received = self.receiver.recv() => received,
                 _ = self.recheck.tick() => {
                     self.user = self.signed_in_user().await?;
                     continue;
+                }
+                () = draining.begun() => {
+                    let reconnect = Event::default().event("reconnect").retry(RECONNECT_AFTER);
+                    return Some((Ok(reconnect.data("")), self));
                 }
             };
             let event = match received {
@@ -115,6 +134,7 @@ impl Live {
                 Err(RecvError::Lagged(_)) => Event::default().event("resync").data(""),
                 Err(RecvError::Closed) => return None,
             };
+            self.draining = Some(draining);
             return Some((Ok(event), self));
         }
     }

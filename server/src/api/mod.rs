@@ -24,12 +24,16 @@ use axum::routing::{get, post};
 
 use stream_limit::StreamLimit;
 
+use crate::draining::Draining;
+
 /// What the API's handlers share.
 #[derive(Clone, FromRef)]
 pub struct ApiState {
     pub app: AppState,
     /// Live update streams open per user on this node.
     pub streams: StreamLimit,
+    /// The node's stop, which ends every live stream.
+    pub draining: Draining,
 }
 
 /// The `/api/1` routes, ready to nest in a router with any state.

@@ -19,7 +19,8 @@ impl ScratchDir {
     }
 
     /// Starts `bulkq serve` on `database_url` as `system_id`, on a loopback port of its own,
-    /// with `extra_args`; the node is SIGKILLed if dropped (a failing test).
+    /// with `extra_args`; the node is SIGKILLed if dropped (a failing test). Its standard
+    /// output (one line: where it listens) is piped.
     pub fn start_node(&self, database_url: &str, system_id: &str, extra_args: &[&str]) -> Child {
         let dir = |name: &str| self.0.join(name).display().to_string();
         Command::new(env!("CARGO_BIN_EXE_bulkq"))
@@ -34,7 +35,7 @@ impl ScratchDir {
             .args(["--site-root", &dir("site")])
             .args(extra_args)
             .env("BULKQ_LOG", "warn")
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("start the bulkq node")
