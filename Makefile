@@ -1,7 +1,7 @@
 # The two commands the README promises, plus the pieces they are made of.
 # Every install step is idempotent: see scripts/install-tools.sh.
 
-.PHONY: run test build run-release build-release tools e2e chaos bench bench-peers
+.PHONY: run test build run-release build-release dist tools e2e chaos bench bench-peers
 
 # Build (debug, the fastest build) and start the dashboard on http://127.0.0.1:3000 with the
 # embedded SQLite database under data/, demo users and a demo caseload.
@@ -21,6 +21,11 @@ build:
 build-release:
 	scripts/install-tools.sh release
 	scripts/build.sh release
+
+# The release tarball an operator installs (binary, site, example systemd unit and settings)
+# in target/dist/, then a check that it serves from an empty directory with no toolchain.
+dist:
+	scripts/dist.sh
 
 run-release: build-release
 	./target/release/bulkq serve --demo

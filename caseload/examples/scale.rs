@@ -362,6 +362,7 @@ async fn run_action(
             batch_time_while_people_write: caseload::actions::batch_time_default(
                 db.get_database_backend(),
             ),
+            email_log_retention: caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT,
         },
     )?;
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;

@@ -20,6 +20,7 @@
 //! no retry helps until an admin fixes the settings. Sending happens outside any transaction,
 //! so a slow relay never holds SQLite's write lock.
 
+pub mod log_retention;
 mod mailer;
 
 use std::collections::HashMap;

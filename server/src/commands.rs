@@ -18,7 +18,7 @@ use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, Shutdow
 use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
-use crate::config::{SeedArgs, ServeOptions};
+use crate::config::{LogFormat, SeedArgs, ServeOptions};
 use crate::draining::{self, Draining};
 use crate::http_server::{self, ConnectionLimits};
 use crate::queue_threads::QueueThreads;
@@ -163,6 +163,7 @@ fn queue_settings(options: &ServeOptions, database_url: &str) -> anyhow::Result<
             prefetch: options.prefetch,
             sweep_interval: options.sweep_interval,
             park_after_crashes: options.park_after_crashes,
+            retention: options.task_retention,
             batches_while_people_write: options.batches_while_people_write,
             amqp: options.amqp_url.as_deref().map(AmqpConfig::new),
             ..RuntimeConfig::default()
@@ -201,14 +202,23 @@ async fn start_queue(
 /// `serve`: the dashboard and API until SIGINT/SIGTERM, then a drain ([`Draining`]) of at
 /// most `--shutdown-grace`: HTTP stops accepting and finishes what is in flight while the
 /// queue hands its running tasks back; whatever is still open at the end is cut off.
-pub async fn serve(database_url: &str, options: ServeOptions) -> anyhow::Result<()> {
+///
+/// With text logs it also prints where it listens, as a line of its own for people and
+/// scripts; JSON logs stay one object a line (the `serving` line has the address).
+pub async fn serve(
+    database_url: &str,
+    options: ServeOptions,
+    log_format: LogFormat,
+) -> anyhow::Result<()> {
     let node = start_node(database_url, &options).await?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
     let address = listener.local_addr()?;
     tracing::info!(%address, system_id = %options.system_id, "serving");
-    println!("bulkq is running at http://{address}");
+    if log_format == LogFormat::Text {
+        println!("bulkq is running at http://{address}");
+    }
     let draining = node.draining.clone();
     let limits = ConnectionLimits {
         header_read_timeout: options.header_read_timeout,
@@ -271,6 +281,7 @@ fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Regist
             batch_time_while_people_write: options.batch_time_while_people_write.unwrap_or_else(
                 || caseload::actions::batch_time_default(queue::database::backend_of(database_url)),
             ),
+            email_log_retention: options.email_log_retention,
         },
     )
     .with_context(|| format!("preparing {}", options.exports_dir.display()))?;
@@ -323,18 +334,23 @@ async fn delete_expired_sessions(store: Store) {
 
 /// The directory a `sqlite://PATH?...` URL's file lives in, if it names a file.
 fn sqlite_directory(database_url: &str) -> Option<&Path> {
+    sqlite_file(database_url)?
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+}
+
+/// The file a `sqlite://PATH?...` URL names, if it names one.
+pub(crate) fn sqlite_file(database_url: &str) -> Option<&Path> {
     let path = database_url.strip_prefix("sqlite://")?;
     let path = path.split('?').next()?;
     if path.is_empty() || path == ":memory:" {
         return None;
     }
-    Path::new(path)
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
+    Some(Path::new(path))
 }
 
 /// The URL (of the database or the broker) without its password, for messages.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let credentials = &url[scheme_end + 3..at];

@@ -40,6 +40,21 @@ pub struct GlobalOptions {
     /// Log filter in tracing's `EnvFilter` syntax, e.g. `info` or `bulkq=debug,info`.
     #[arg(long, env = "BULKQ_LOG", default_value = "info", global = true)]
     pub log_level: String,
+    /// How log lines are written: `text` (coloured only on a terminal) or `json` (one
+    /// object a line, with the fields of its spans: a request's id, a task's).
+    #[arg(long, env = "BULKQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    /// A TOML file of settings keyed by flag name (`workers = 8`); a flag on the command
+    /// line or in the environment wins over it (see `config_file`).
+    #[arg(long, env = "BULKQ_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+/// The log lines' format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// The subcommands.
@@ -57,6 +72,17 @@ pub enum Command {
     /// Bring data in from a file.
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Copy the SQLite database, consistently, while nodes work on it (for PostgreSQL,
+    /// prints the `pg_dump` to run instead).
+    Backup(BackupArgs),
+}
+
+/// Options of `backup`.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The copy to write; it must not exist yet.
+    #[arg(long)]
+    pub to: PathBuf,
 }
 
 /// `import ...`.
@@ -255,6 +281,13 @@ pub struct ServeOptions {
     #[arg(long, env = "BULKQ_PARK_AFTER_CRASHES", default_value_t = queue::runtime::PARK_AFTER_CRASHES_DEFAULT,
           value_parser = clap::value_parser!(i32).range(1..))]
     pub park_after_crashes: i32,
+    /// How long finished tasks (and their history) are kept before they are deleted.
+    #[arg(long, env = "BULKQ_TASK_RETENTION", default_value = "7days", value_parser = positive_duration)]
+    pub task_retention: Duration,
+    /// How long the email send log remembers who was sent what (a waiting or running
+    /// task's sends are kept whatever their age).
+    #[arg(long, env = "BULKQ_EMAIL_LOG_RETENTION", default_value = "90days", value_parser = positive_duration)]
+    pub email_log_retention: Duration,
     /// How long a request may take to produce its response before it is answered 503 (a
     /// live update stream's body may go on).
     #[arg(long, env = "BULKQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
@@ -384,6 +417,11 @@ mod tests {
         assert_eq!(serve.request_timeout, Duration::from_secs(30));
         assert_eq!(serve.streams_per_user, 6);
         assert_eq!(serve.header_read_timeout, Duration::from_secs(20));
+        assert_eq!(serve.task_retention, queue::runtime::RETENTION_DEFAULT);
+        assert_eq!(
+            serve.email_log_retention,
+            caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT
+        );
         assert_eq!(serve.max_connections, 768);
         assert_eq!(serve.concurrent_password_hashes, 2);
         assert!(!serve.trust_forwarded_for);

@@ -3,11 +3,11 @@
 //! so tests can reach everything without starting a process.
 //!
 //! # Layout
-//! - [`config`]: flags and environment (clap).
+//! - [`config`]: flags and environment (clap); [`config_file`]: the same from a TOML file.
 //! - [`api`]: the versioned JSON API (`/api/1`).
 //! - [`commands`]: what each subcommand does; [`user_commands`]: `bulkq user ...`;
 //!   [`import_command`]: `bulkq import people`; [`imports`]: the same file's upload and error
-//!   report on the dashboard.
+//!   report on the dashboard; [`backup`]: `bulkq backup`.
 //! - [`http_server`]: the listener, its connection limits and its drain.
 //! - [`web`]: the router (sessions in the database through
 //!   `app::api::session_store`); [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site
@@ -16,20 +16,23 @@
 //!   slow requests, [`client_address`] for the sign-in limits.
 //! - [`draining`]: a node's orderly stop, as its streams, readiness and queue see it.
 //! - [`demo`]: the demo users and caseload.
-//! - [`metrics`]: `/metrics` in the Prometheus format.
+//! - [`metrics`]: `/metrics` in the Prometheus format; [`http_metrics`]: HTTP answers in it.
 //! - [`memory`]: large blocks given back to the system when freed.
 //! - [`queue_threads`]: the queue's own threads, at a lower CPU priority than people's.
 
 pub mod api;
 pub mod auth_gate;
+pub mod backup;
 pub mod client_address;
 pub mod commands;
 pub mod config;
+pub mod config_file;
 pub mod csrf;
 pub mod csv_download;
 pub mod demo;
 pub mod draining;
 pub mod failsafe;
+pub mod http_metrics;
 pub mod http_server;
 pub mod import_command;
 pub mod imports;

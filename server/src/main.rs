@@ -1,28 +1,43 @@
 //! The `bulkq` binary: parses the command line, sets up logging and runs a subcommand.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use server::config::ImportCommand;
-use server::config::{Cli, Command};
-use server::{commands, import_command, user_commands};
+use server::config::{Cli, Command, LogFormat};
+use server::{backup, commands, config_file, import_command, user_commands};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(&cli.global.log_level)?)
-        .init();
+    let args =
+        config_file::with_config_file(std::env::args_os().collect(), |var| std::env::var_os(var))?;
+    let cli = Cli::parse_from(args);
+    let filter = EnvFilter::try_new(&cli.global.log_level)?;
+    match cli.global.log_format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stdout().is_terminal())
+            .init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init(),
+    }
     let database_url = cli.global.database_url;
     match cli
         .command
         .unwrap_or_else(|| Command::Serve(Default::default()))
     {
-        Command::Serve(options) => commands::serve(&database_url, *options).await,
+        Command::Serve(options) => {
+            commands::serve(&database_url, *options, cli.global.log_format).await
+        }
         Command::Migrate => commands::migrate(&database_url).await,
         Command::Seed(args) => commands::seed(&database_url, args).await,
         Command::User(command) => user_commands::run(&database_url, command).await,
         Command::Import(ImportCommand::People(args)) => {
             import_command::import_people(&database_url, args).await
         }
+        Command::Backup(args) => backup::backup(&database_url, args).await,
     }
 }

@@ -3,7 +3,9 @@
 //! The queue records claims, attempt outcomes, rescues, execution and queue-wait times and
 //! slots in use through the `metrics` facade (`queue::metrics`); this module installs the
 //! Prometheus recorder that keeps them, and at each scrape adds the tasks in the database by
-//! status and component (rows, so counted then: one GROUP BY over the task table). Like
+//! status and component (rows, so counted then: one GROUP BY over the task table) and how
+//! long the oldest due task has waited. The HTTP answers are counted by [`http_metrics`],
+//! and `bulkq_build_info` names the running version. Like
 //! `/healthz` it needs no sign-in, so a scraper can read it; it holds counts and timings,
 //! nothing about people.
 
@@ -13,7 +15,7 @@ use std::time::Duration;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use metrics::gauge;
+use metrics::{describe_gauge, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use queue::Store;
 
@@ -28,6 +30,11 @@ const SECONDS_BUCKETS: [f64; 14] = [
 /// scrapes would otherwise hold two samples for every task it ever ran (execution time and
 /// queue wait), growing for as long as it runs. The exporter's own default interval.
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Names the running build (its version as a label).
+const BUILD_INFO: &str = "bulkq_build_info";
+/// The queue's backlog age, at each scrape.
+const OLDEST_DUE_WAIT: &str = "bulkq_queue_oldest_due_wait_seconds";
 
 /// The process's recorder: installed once, by the first router built (tests build many).
 static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
@@ -47,6 +54,13 @@ pub fn recorder() -> Option<&'static PrometheusHandle> {
             match installed {
                 Ok(handle) => {
                     queue::metrics::describe();
+                    crate::http_metrics::describe();
+                    describe_gauge!(BUILD_INFO, "Always 1; its version label is the build's");
+                    describe_gauge!(
+                        OLDEST_DUE_WAIT,
+                        "How long the oldest due task has waited to be claimed (0: none waits)"
+                    );
+                    gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
                     keep_up(handle.clone(), UPKEEP_INTERVAL);
                     Some(handle)
                 }
@@ -102,6 +116,14 @@ pub async fn metrics(store: Store) -> Response {
         }
         // The recorder's own figures are still worth serving.
         Err(error) => tracing::warn!(%error, "/metrics: counting tasks failed"),
+    }
+    let now = store.clock().now();
+    match store.task_oldest_due(now).await {
+        Ok(oldest) => {
+            let waited = oldest.map_or(0.0, |due| (now - due).as_seconds_f64().max(0.0));
+            gauge!(OLDEST_DUE_WAIT).set(waited);
+        }
+        Err(error) => tracing::warn!(%error, "/metrics: finding the oldest due task failed"),
     }
     (
         [(

@@ -119,8 +119,9 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
     with_guards(routes, options).with_state(leptos_options)
 }
 
-/// `routes` inside the guards every request passes: its id and log span, the security
-/// headers, the panic and timeout answers ([`failsafe`]) and the client's address.
+/// `routes` inside the guards every request passes: its count and time
+/// ([`crate::http_metrics`]), its id and log span, the security headers, the panic and
+/// timeout answers ([`failsafe`]) and the client's address.
 pub fn with_guards<S: Clone + Send + Sync + 'static>(
     routes: Router<S>,
     options: &WebOptions,
@@ -142,6 +143,7 @@ pub fn with_guards<S: Clone + Send + Sync + 'static>(
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(axum::middleware::from_fn(crate::http_metrics::record))
 }
 
 /// Each request's log span, carrying the id that its response's `x-request-id` header shows.
@@ -154,9 +156,9 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
     tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
 }
 
-/// Liveness: the process is up and serving HTTP.
-async fn healthz() -> &'static str {
-    "ok"
+/// Liveness: the process is up and serving HTTP, and which version it runs.
+async fn healthz() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
 }
 
 /// Readiness: the node is not stopping, the database answers and its schema is the one this

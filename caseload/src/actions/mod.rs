@@ -65,11 +65,13 @@ pub struct ActionsConfig {
     /// How long one batch should hold its transaction while people write
     /// ([`batch_time_default`] unless configured).
     pub batch_time_while_people_write: Duration,
+    /// How long the email send log remembers a send.
+    pub email_log_retention: Duration,
 }
 
 /// Registers the five executors (export, status change, watch, unwatch, email), the people
-/// import and the cleanup jobs of export files and import uploads, creating the exports
-/// directory.
+/// import and the cleanup jobs of export files, import uploads and the email send log,
+/// creating the exports directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
@@ -81,6 +83,9 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             config.export_retention,
         ))
         .register_periodic(crate::people_import::cleanup::upload_cleanup_job())
+        .register_periodic(crate::email::log_retention::email_log_cleanup_job(
+            config.email_log_retention,
+        ))
         .register(
             EXPORT,
             ExportExecutor {

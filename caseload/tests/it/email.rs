@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use caseload::email::log_retention::delete_forgotten_sends;
 use caseload::email::{
     Delivery, EmailContent, MailTransport, Mailer, SmtpRelay, claim_deferred, claim_recipients,
     deferred_count, fail_interrupted, record_outcomes,
@@ -21,6 +22,7 @@ queue::backend_tests!(Migrator =>
     sends_over_smtp_once_per_recipient,
     bounces_fail_and_deferrals_are_retried,
     interrupted_sends_are_never_repeated,
+    the_send_log_forgets_finished_sends_past_retention,
 );
 
 fn content() -> EmailContent {
@@ -276,5 +278,78 @@ async fn interrupted_sends_are_never_repeated(db: TestDatabase) {
     assert!(
         eml.contains("To: \"First0 ownLast\" <own0@example.edu>"),
         "{eml}"
+    );
+}
+
+/// Sends of tasks no longer waiting or running are forgotten once older than the retention,
+/// a few at a time; a waiting task's are kept whatever their age.
+async fn the_send_log_forgets_finished_sends_past_retention(db: TestDatabase) {
+    use sea_orm::{ActiveModelTrait, Set};
+
+    let ids = people(&db, "kept", 5, None).await;
+    let store = queue::Store::new(db.conn.clone());
+    let mut txn = store.begin_queue().await.unwrap();
+    let waiting = txn
+        .enqueue(queue::NewTask::new(
+            "test.noop",
+            serde_json::json!({}),
+            Uuid::nil(),
+        ))
+        .await
+        .unwrap()
+        .id;
+    txn.commit().await.unwrap();
+    // A task finished and pruned long ago: no task row.
+    let finished = Uuid::now_v7();
+    let now = Utc::now();
+    let old = now - chrono::Duration::days(100);
+    let rows = [
+        (finished, ids[0], old),
+        (finished, ids[1], old),
+        (finished, ids[2], old),
+        (finished, ids[3], now),
+        (waiting, ids[4], old),
+    ];
+    for (task_id, person_id, updated_at) in rows {
+        log::ActiveModel {
+            task_id: Set(task_id),
+            person_id: Set(person_id),
+            recipient: Set("someone@example.edu".into()),
+            status: Set("sent".into()),
+            detail: Set(None),
+            attempts: Set(1),
+            updated_at: Set(updated_at),
+            sent_at: Set(Some(updated_at)),
+        }
+        .insert(&db.conn)
+        .await
+        .unwrap();
+    }
+    let before = now - chrono::Duration::days(90);
+    assert_eq!(
+        delete_forgotten_sends(&db.conn, before, 2).await.unwrap(),
+        2
+    );
+    assert_eq!(
+        delete_forgotten_sends(&db.conn, before, 2).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        delete_forgotten_sends(&db.conn, before, 2).await.unwrap(),
+        0
+    );
+    let mut kept: Vec<(Uuid, Uuid)> = log::Entity::find()
+        .all(&db.conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.task_id, row.person_id))
+        .collect();
+    kept.sort();
+    let mut expected = vec![(finished, ids[3]), (waiting, ids[4])];
+    expected.sort();
+    assert_eq!(
+        kept, expected,
+        "the recent send and the waiting task's are kept"
     );
 }

@@ -88,6 +88,7 @@ impl Bulk {
                 batch_time_while_people_write: caseload::actions::batch_time_default(
                     db.conn.get_database_backend(),
                 ),
+                email_log_retention: caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT,
             },
         )
         .unwrap();

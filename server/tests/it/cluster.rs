@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use migration::Migrator;
 use queue::testing::{Backend, TestDatabase};
 use queue::{NewTask, Page, Store, Task, TaskFilter, TaskStatus};
-use sea_orm::{ConnectionTrait, DatabaseTransaction, QueryResult, Statement};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, QueryResult, Statement};
 use tokio::process::Child;
 use uuid::Uuid;
 
@@ -103,21 +103,9 @@ async fn nodes_killed_at_random_lose_and_double_nothing() {
         .iter()
         .filter(|task| task.workflow_status != TaskStatus::Completed)
         .collect();
-    let history = history_rows(&db).await;
-    let mut effects: HashMap<(Uuid, Uuid), usize> = HashMap::new();
-    for pair in &history {
-        *effects.entry(*pair).or_default() += 1;
-    }
+    let history = history_rows(&db.conn).await;
     let expected = task_of_person.len();
-    let lost = task_of_person
-        .iter()
-        .filter(|(person, task)| !effects.contains_key(&(**task, **person)))
-        .count();
-    let duplicated: usize = effects.values().map(|times| times - 1).sum();
-    let stray = effects
-        .keys()
-        .filter(|(task, person)| task_of_person.get(person) != Some(task))
-        .count();
+    let (lost, duplicated, stray) = effect_errors(&task_of_person, &history);
     let retried = finished.iter().filter(|task| task.attempt > 1).count();
     println!(
         "chaos test: {tasks} tasks ({expected} people, one checkpoint each) on {NODES} nodes, \
@@ -278,9 +266,11 @@ async fn rows(db: &TestDatabase, sql: &str) -> Vec<QueryResult> {
 }
 
 /// Every `(task, person)` pair in the status history: the effects of all tasks.
-pub(crate) async fn history_rows(db: &TestDatabase) -> Vec<(Uuid, Uuid)> {
-    rows(db, "SELECT task_id, person_id FROM program_status_change")
+pub(crate) async fn history_rows(conn: &DatabaseConnection) -> Vec<(Uuid, Uuid)> {
+    let sql = "SELECT task_id, person_id FROM program_status_change";
+    conn.query_all_raw(Statement::from_string(conn.get_database_backend(), sql))
         .await
+        .unwrap()
         .iter()
         .map(|row| {
             (
@@ -291,7 +281,29 @@ pub(crate) async fn history_rows(db: &TestDatabase) -> Vec<(Uuid, Uuid)> {
         .collect()
 }
 
-async fn all_tasks(store: &Store) -> Vec<Task> {
+/// The effects `history` is short of, has twice, and has that belong to no task, against
+/// the task each person was given to.
+pub(crate) fn effect_errors(
+    task_of_person: &HashMap<Uuid, Uuid>,
+    history: &[(Uuid, Uuid)],
+) -> (usize, usize, usize) {
+    let mut effects: HashMap<(Uuid, Uuid), usize> = HashMap::new();
+    for pair in history {
+        *effects.entry(*pair).or_default() += 1;
+    }
+    let lost = task_of_person
+        .iter()
+        .filter(|(person, task)| !effects.contains_key(&(**task, **person)))
+        .count();
+    let duplicated: usize = effects.values().map(|times| times - 1).sum();
+    let stray = effects
+        .keys()
+        .filter(|(task, person)| task_of_person.get(person) != Some(task))
+        .count();
+    (lost, duplicated, stray)
+}
+
+pub(crate) async fn all_tasks(store: &Store) -> Vec<Task> {
     let page = Page::first(1_000_000);
     store.task_list(&TaskFilter::default(), page).await.unwrap()
 }
@@ -314,7 +326,7 @@ async fn node_rows(db: &TestDatabase, system_id: &str) -> i64 {
 }
 
 /// Polls until `done` holds; fails after [`PATIENCE`].
-async fn wait_for<'a, F, Fut>(db: &'a TestDatabase, what: &str, done: F)
+pub(crate) async fn wait_for<'a, F, Fut>(db: &'a TestDatabase, what: &str, done: F)
 where
     F: Fn(&'a TestDatabase) -> Fut,
     Fut: Future<Output = bool>,

@@ -2,6 +2,7 @@
 //! databases on both backends.
 
 mod accounts;
+mod backup;
 mod bulk_actions;
 mod bulk_dashboard;
 mod cancel;
@@ -13,6 +14,7 @@ mod export_retention;
 mod helpers;
 mod hostile;
 mod idempotency;
+mod logs;
 mod mail_relay;
 mod metrics;
 mod nodes;

@@ -80,8 +80,33 @@ async fn metrics_count_what_the_queue_did(db: TestDatabase) {
         format!("bulkq_task_execution_seconds_bucket{{component=\"{component}\",le=\"+Inf\"}} 4"),
         "# TYPE bulkq_executor_slots_in_use gauge".to_owned(),
         "# HELP bulkq_tasks_rescued_total".to_owned(),
+        format!(
+            "bulkq_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        ),
+        // The scrapes above, by route template.
+        "bulkq_http_requests_total{route=\"/metrics\",method=\"GET\",status=\"200\"}".to_owned(),
+        "bulkq_http_request_duration_seconds_bucket{route=\"/metrics\",method=\"GET\",le=\"+Inf\"}"
+            .to_owned(),
+        // Nothing waits.
+        "bulkq_queue_oldest_due_wait_seconds 0".to_owned(),
     ];
     for line in expected {
         assert!(body.contains(&line), "/metrics has {line:?}:\n{body}");
     }
+
+    // A task no node claims: the backlog's age shows.
+    let mut txn = store.begin_queue().await.unwrap();
+    txn.enqueue(NewTask::new(component.clone(), json!({}), owner.id))
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    let (_, body) = send(&app, get("/metrics", None)).await;
+    let waited: f64 = body
+        .lines()
+        .find_map(|line| line.strip_prefix("bulkq_queue_oldest_due_wait_seconds "))
+        .expect("the gauge")
+        .parse()
+        .unwrap();
+    assert!(waited > 0.0, "a due task waits: {waited}");
 }

@@ -1,8 +1,10 @@
 //! Real `bulkq serve` processes, for the tests that kill, stop and race whole nodes.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use uuid::Uuid;
 
@@ -18,12 +20,49 @@ impl ScratchDir {
         ScratchDir(path)
     }
 
+    /// A file `name` in the directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
     /// Starts `bulkq serve` on `database_url` as `system_id`, on a loopback port of its own,
-    /// with `extra_args`; the node is SIGKILLed if dropped (a failing test). Its standard
-    /// output (one line: where it listens) is piped.
+    /// with `extra_args`; the node is SIGKILLed if dropped (a failing test).
     pub fn start_node(&self, database_url: &str, system_id: &str, extra_args: &[&str]) -> Child {
+        self.command(database_url, system_id, extra_args)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the bulkq node")
+    }
+
+    /// [`ScratchDir::start_node`], and where the node listens, once it does.
+    pub async fn start_listening_node(
+        &self,
+        database_url: &str,
+        system_id: &str,
+        extra_args: &[&str],
+    ) -> (Child, SocketAddr) {
+        let mut node = self
+            .command(database_url, system_id, extra_args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the bulkq node");
+        let stdout = node.stdout.take().expect("the node's output is piped");
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(line) = lines.next_line().await.expect("read the node's output") {
+            if let Some(address) = line.trim().strip_prefix("bulkq is running at http://") {
+                let address = address.parse().expect("an address");
+                // Whatever it writes later must not fill the pipe and stall it.
+                tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                return (node, address);
+            }
+        }
+        panic!("the node ended without saying where it listens");
+    }
+
+    fn command(&self, database_url: &str, system_id: &str, extra_args: &[&str]) -> Command {
         let dir = |name: &str| self.0.join(name).display().to_string();
-        Command::new(env!("CARGO_BIN_EXE_bulkq"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bulkq"));
+        command
             .args(["serve", "--database-url", database_url])
             .args(["--listen", "127.0.0.1:0", "--system-id", system_id])
             .args([
@@ -35,10 +74,8 @@ impl ScratchDir {
             .args(["--site-root", &dir("site")])
             .args(extra_args)
             .env("BULKQ_LOG", "warn")
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the bulkq node")
+            .kill_on_drop(true);
+        command
     }
 }
 
@@ -63,4 +100,20 @@ pub async fn terminate(node: &Child) {
         .await
         .expect("run kill");
     assert!(status.success(), "SIGTERM the node");
+}
+
+/// Runs `bulkq` with `args`; whether it succeeded, and what it said on both outputs.
+pub async fn bulkq(args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_bulkq"))
+        .args(args)
+        .env("BULKQ_LOG", "warn")
+        .output()
+        .await
+        .expect("run bulkq");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), said)
 }

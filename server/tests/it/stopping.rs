@@ -18,7 +18,6 @@ use queue::{Store, TaskStatus};
 use sea_orm::{ConnectionTrait, Statement};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::process::Child;
 use uuid::Uuid;
 
 use crate::cluster::{enqueue_status_changes, history_rows, people_all_active, wait_for_task};
@@ -56,8 +55,10 @@ async fn a_stopping_node_ends_its_streams_and_hands_its_task_on(db: TestDatabase
 
     let scratch = ScratchDir::new();
     let args = ["--batch-size", batch_size, "--shutdown-grace", GRACE];
-    let mut first = scratch.start_node(&db.url, "stopping", &args);
-    let stream = open_task_stream(listening_address(&mut first).await, &token).await;
+    let (mut first, address) = scratch
+        .start_listening_node(&db.url, "stopping", &args)
+        .await;
+    let stream = open_task_stream(address, &token).await;
     let progressed = wait_for_task(&store, task_id, "a tenth done", |task| {
         task.progress_done >= total as i64 / 10
     })
@@ -120,7 +121,7 @@ async fn a_stopping_node_ends_its_streams_and_hands_its_task_on(db: TestDatabase
     assert_eq!(done.attempt, 1, "the handed-back attempt was not spent");
     assert_eq!(crash_count(&db, task_id).await, 0, "a stop is not a crash");
     assert_eq!(
-        history_rows(&db).await.len(),
+        history_rows(&db.conn).await.len(),
         total,
         "one history row per person"
     );
@@ -146,20 +147,6 @@ async fn crash_count(db: &TestDatabase, task_id: Uuid) -> i32 {
         .unwrap()
         .expect("the task's row");
     row.try_get_by_index(0).unwrap()
-}
-
-/// The address a node printed when it began to listen.
-async fn listening_address(node: &mut Child) -> SocketAddr {
-    let stdout = node.stdout.take().expect("the node's output is piped");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .await
-        .expect("read the node's output");
-    line.trim()
-        .strip_prefix("bulkq is running at http://")
-        .and_then(|address| address.parse().ok())
-        .unwrap_or_else(|| panic!("the node says where it listens: {line:?}"))
 }
 
 /// A live task stream opened with `token`, its response head read (200).
