@@ -142,6 +142,29 @@ pub fn backend_of(url: &str) -> DbBackend {
 
 /// Opens a pool for `url` (`sqlite://…` or `postgres://…`).
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    Database::connect(pool_options(url, max_connections)).await
+}
+
+/// [`connect`], with the server cancelling any statement of the pool's PostgreSQL
+/// connections that runs longer than `limit` (`statement_timeout`). For the pool serving
+/// people's requests, whose answer is given up after that long anyway: the database stops
+/// the work and the connection is free for the next request, where a statement abandoned by
+/// its request used to run on and hold it. SQLite has no such limit per connection; there
+/// a statement runs to its end.
+pub async fn connect_with_statement_limit(
+    url: &str,
+    max_connections: u32,
+    limit: Duration,
+) -> Result<DatabaseConnection, DbErr> {
+    let mut options = pool_options(url, max_connections);
+    let limit = format!("{}ms", limit.as_millis().max(1));
+    options
+        .map_sqlx_postgres_opts(move |opts| opts.options([("statement_timeout", limit.clone())]));
+    Database::connect(options).await
+}
+
+/// How every pool of the product is set up.
+fn pool_options(url: &str, max_connections: u32) -> ConnectOptions {
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(max_connections)
@@ -173,7 +196,7 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
                 })
             })
         });
-    Database::connect(options).await
+    options
 }
 
 /// Applies `M`'s pending migrations over a connection of their own, closed before this

@@ -42,14 +42,6 @@ pub async fn open_database(
     queue::database::migrate::<Migrator>(database_url)
         .await
         .with_context(|| format!("migrating the database {}", redact(database_url)))?;
-    connect_pool(database_url, max_connections).await
-}
-
-/// A pool of `max_connections` on the (migrated) database.
-async fn connect_pool(
-    database_url: &str,
-    max_connections: u32,
-) -> anyhow::Result<DatabaseConnection> {
     queue::database::connect(database_url, max_connections)
         .await
         .with_context(|| format!("opening the database {}", redact(database_url)))
@@ -103,8 +95,15 @@ pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::R
             queue_settings(options, database_url)?,
         ))
         .await??;
-    // People's own pool: busy workers never keep a page or a sign-in waiting for a connection.
-    let people_db = connect_pool(database_url, options.dashboard_connections).await?;
+    // People's own pool: busy workers never keep a page or a sign-in waiting for a connection;
+    // on PostgreSQL a statement outliving its request is stopped with it.
+    let people_db = queue::database::connect_with_statement_limit(
+        database_url,
+        options.dashboard_connections,
+        options.request_timeout,
+    )
+    .await
+    .with_context(|| format!("opening the database {}", redact(database_url)))?;
     let site_root = site::site_root(options.site_root.as_deref());
     if !site_root.join("pkg").is_dir() {
         tracing::warn!(

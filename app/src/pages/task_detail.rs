@@ -118,7 +118,7 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
                 </span>
             </dd>
             <dt>"Progress"</dt>
-            <dd>{progress} " " <Pace update=Signal::stored(now) started=detail.task.execution_started_date /></dd>
+            <dd data-testid="task-progress">{progress} " " <Pace update=Signal::stored(now) started=detail.task.execution_started_date /></dd>
             <dt>"Attempt"</dt>
             <dd>{format!("{} of {}", detail.task.attempt, detail.task.max_attempts)}</dd>
             <dt>"Submitted"</dt>

@@ -12,6 +12,7 @@ queue::backend_tests!(queue::schema::QueueMigrator =>
     new_connections_leave_queued_tasks_alone,
     pools_run_no_reaper,
     sqlite_writes_keep_one_connection,
+    a_statement_over_the_limit_is_stopped_and_its_connection_serves_on,
 );
 
 /// sqlx's reaper can spin forever (ADR 0039); it starts only with an idle timeout or a
@@ -122,4 +123,27 @@ async fn sqlite_writes_keep_one_connection(db: TestDatabase) {
         "a pooled connection is another"
     );
     assert_eq!(integer(&pooled, "PRAGMA cache_size").await, -2_000);
+}
+
+/// PostgreSQL stops a statement of a limited pool at the limit, not at its end, and the one
+/// connection of the pool answers the next statement. Without the limit the sleep would run
+/// its 30 s and succeed, failing the test.
+async fn a_statement_over_the_limit_is_stopped_and_its_connection_serves_on(db: TestDatabase) {
+    if db.backend != Backend::Postgres {
+        return; // SQLite has no per-connection statement limit
+    }
+    let limit = std::time::Duration::from_millis(300);
+    let pool = queue::database::connect_with_statement_limit(&db.url, 1, limit)
+        .await
+        .unwrap();
+    let slow = pool.execute_unprepared("SELECT pg_sleep(30)").await;
+    let error = slow.expect_err("stopped at the limit").to_string();
+    assert!(error.contains("statement timeout"), "{error}");
+    let backend = pool.get_database_backend();
+    let next = pool
+        .query_one_raw(Statement::from_string(backend, "SELECT 1::bigint"))
+        .await
+        .unwrap()
+        .expect("a row");
+    assert_eq!(next.try_get_by_index::<i64>(0).unwrap(), 1);
 }

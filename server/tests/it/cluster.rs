@@ -69,10 +69,7 @@ async fn nodes_killed_at_random_lose_and_double_nothing() {
     let names: Vec<String> = (0..NODES).map(|i| format!("chaos-{i}")).collect();
     // The kills are the test's, not the tasks' doing: no task may be parked as their cause.
     let args = ["--batch-size", "1", "--park-after-crashes", "1000"];
-    let mut nodes: Vec<Child> = names
-        .iter()
-        .map(|name| scratch.start_node(&db.url, name, &args))
-        .collect();
+    let mut nodes: Vec<Child> = scratch.start_nodes(&db.url, &names, &args);
     let started = Instant::now();
     let mut kills = 0;
     let mut next_kill = started + random_kill_pause();
@@ -309,7 +306,7 @@ pub(crate) async fn all_tasks(store: &Store) -> Vec<Task> {
 }
 
 /// Tasks not yet in a final status.
-async fn unfinished(db: &TestDatabase) -> i64 {
+pub(crate) async fn unfinished(db: &TestDatabase) -> i64 {
     db.scalar(
         "SELECT COUNT(*) FROM queue_task \
          WHERE workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')",

@@ -24,6 +24,7 @@ mod people_first;
 mod people_import;
 mod queue_health;
 mod rendering;
+mod rolling_restart;
 mod sign_in;
 mod stopping;
 mod tasks_api;

@@ -34,6 +34,19 @@ impl ScratchDir {
             .expect("start the bulkq node")
     }
 
+    /// [`ScratchDir::start_node`] for each of `names`.
+    pub fn start_nodes<S: AsRef<str>>(
+        &self,
+        database_url: &str,
+        names: &[S],
+        extra_args: &[&str],
+    ) -> Vec<Child> {
+        names
+            .iter()
+            .map(|name| self.start_node(database_url, name.as_ref(), extra_args))
+            .collect()
+    }
+
     /// [`ScratchDir::start_node`], and where the node listens, once it does.
     pub async fn start_listening_node(
         &self,
