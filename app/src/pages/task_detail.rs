@@ -22,11 +22,16 @@ use crate::components::top_bar::TopBar;
 use crate::format;
 use crate::live::{LiveMessage, use_task_stream};
 
+/// The task id the route names, if it is one.
+fn task_id_in(params: &leptos_router::params::ParamsMap) -> Option<Uuid> {
+    params.get("id").and_then(|id| Uuid::parse_str(&id).ok())
+}
+
 /// Renders one task.
 #[component]
 pub fn TaskDetailPage() -> impl IntoView {
     let params = use_params_map();
-    let task_id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
+    let task_id = move || params.with(task_id_in);
     let act = ServerAction::<ActOnTask>::new();
     let reload = RwSignal::new(0u64);
     let detail = Resource::new(
@@ -40,7 +45,8 @@ pub fn TaskDetailPage() -> impl IntoView {
     );
     use_task_stream(move |message| {
         let concerns_this = match &message {
-            LiveMessage::Task(update) => Some(update.task_id) == task_id(),
+            // Outside any view: read without tracking (a tracked read here warned at every update).
+            LiveMessage::Task(update) => Some(update.task_id) == params.with_untracked(task_id_in),
             LiveMessage::Resync => true,
         };
         if concerns_this {
