@@ -209,11 +209,12 @@ pub async fn serve(
     options: ServeOptions,
     log_format: LogFormat,
 ) -> anyhow::Result<()> {
-    let node = start_node(database_url, &options).await?;
+    // The address first: a node that cannot listen must not have started claiming tasks.
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
     let address = listener.local_addr()?;
+    let node = start_node(database_url, &options).await?;
     tracing::info!(%address, system_id = %options.system_id, "serving");
     if log_format == LogFormat::Text {
         println!("bulkq is running at http://{address}");

@@ -59,7 +59,7 @@ pub fn with_config_file(
         }
         flags.extend(as_flags(&name, arg, value).with_context(|| path.display().to_string())?);
     }
-    Ok(placed(args, global_flags, serve_flags))
+    Ok(placed(&cli, args, global_flags, serve_flags))
 }
 
 /// The file `--config FILE` or `--config=FILE` names on the command line.
@@ -117,11 +117,16 @@ fn as_flags(name: &str, arg: &Arg, value: &toml::Value) -> anyhow::Result<Vec<Os
 /// `args` with the file's global flags right after the program's name and its node flags
 /// right after `serve`, before the command line's own. Without a subcommand the command is
 /// `serve`, named so the node flags have a place.
-fn placed(args: Vec<OsString>, global: Vec<OsString>, serve: Vec<OsString>) -> Vec<OsString> {
+fn placed(
+    cli: &clap::Command,
+    args: Vec<OsString>,
+    global: Vec<OsString>,
+    serve: Vec<OsString>,
+) -> Vec<OsString> {
     let mut args = args.into_iter();
     let mut placed: Vec<OsString> = args.next().into_iter().chain(global).collect();
     let rest: Vec<OsString> = args.collect();
-    match subcommand_at(&rest) {
+    match subcommand_at(cli, &rest) {
         Some(at) if rest[at] == SERVE => {
             placed.extend(rest[..=at].iter().cloned());
             placed.extend(serve);
@@ -141,14 +146,13 @@ fn placed(args: Vec<OsString>, global: Vec<OsString>, serve: Vec<OsString>) -> V
 
 /// Where the subcommand's name is in the arguments after the program's: the first that is
 /// neither a flag nor a global flag's value.
-fn subcommand_at(args: &[OsString]) -> Option<usize> {
-    let cli = Cli::command();
+fn subcommand_at(cli: &clap::Command, args: &[OsString]) -> Option<usize> {
     let mut at = 0;
     while at < args.len() {
         let arg = args[at].to_string_lossy();
         match arg.strip_prefix("--") {
             Some(flag) if !flag.contains('=') => {
-                let takes_value = find_flag(&cli, flag)
+                let takes_value = find_flag(cli, flag)
                     .is_some_and(|arg| matches!(arg.get_action(), ArgAction::Set));
                 at += if takes_value { 2 } else { 1 };
             }
