@@ -38,8 +38,9 @@ use queue::testing::{peak_rss_mib, reset_peak_rss};
 use queue::{Store, TaskStatus, WriteClass};
 use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, DbBackend, Iterable, Statement};
 use serde_json::json;
-use server::commands::{open_database, start_node};
+use server::commands::start_node;
 use server::config::ServeOptions;
+use server::database_target::DatabaseTarget;
 use tower::ServiceExt;
 
 /// The office: clients sending requests at once.
@@ -80,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
         _ => anyhow::bail!("usage: people_under_load <database-url> [people] [seconds]"),
     };
     let scratch = tempfile::tempdir()?;
-    let db = open_database(&url, 4).await?;
+    let db = DatabaseTarget::at(url.as_str()).open(4).await?;
     let backend = format!("{:?}", db.get_database_backend()).to_lowercase();
     let present = scalar(&db, "SELECT COUNT(*) FROM person").await?;
     let wanted = u64::try_from(people)?;
@@ -104,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
         "--outbox-dir".as_ref(),
         outbox.as_os_str(),
     ]);
-    let node = start_node(&url, &options).await?;
+    let node = start_node(&DatabaseTarget::at(url.as_str()), &options).await?;
     // The office's own pool, as the dashboard has its own.
     let store = node.runtime.store().on_pool(db.clone());
     let office = Office {
@@ -370,7 +371,7 @@ impl Office {
 /// a connection closed afterwards: what SQLite held for those statements is not the node's.
 async fn keep_earlier_watches(url: &str, watchers: usize) -> anyhow::Result<()> {
     server::memory::give_large_blocks_back();
-    let db = open_database(url, 1).await?;
+    let db = DatabaseTarget::at(url).open(1).await?;
     let backend = db.get_database_backend();
     let (watcher, created_at) = match backend {
         DbBackend::Postgres => ("$1", "$2"),

@@ -13,12 +13,12 @@ use caseload::actions::ActionsConfig;
 use caseload::email::Mailer;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::Role;
-use migration::Migrator;
+use queue::database::PoolSettings;
 use queue::{AmqpConfig, Registry, Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport, Store};
-use sea_orm::DatabaseConnection;
 use tower_sessions::ExpiredDeletion;
 
 use crate::config::{LogFormat, SeedArgs, ServeOptions};
+use crate::database_target::DatabaseTarget;
 use crate::draining::{self, Draining};
 use crate::http_server::{self, ConnectionLimits};
 use crate::queue_threads::QueueThreads;
@@ -27,25 +27,6 @@ use crate::{demo, site, web};
 
 /// How often expired sign-in sessions are deleted.
 const SESSION_CLEANUP_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// Opens the database (creating a SQLite file's directory if needed), brings its schema up
-/// to date, and returns a pool of `max_connections`.
-pub async fn open_database(
-    database_url: &str,
-    max_connections: u32,
-) -> anyhow::Result<DatabaseConnection> {
-    if let Some(dir) = sqlite_directory(database_url) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the database directory {}", dir.display()))?;
-    }
-    // Migrations first, on their own connection (see `queue::database::migrate`).
-    queue::database::migrate::<Migrator>(database_url)
-        .await
-        .with_context(|| format!("migrating the database {}", redact(database_url)))?;
-    queue::database::connect(database_url, max_connections)
-        .await
-        .with_context(|| format!("opening the database {}", redact(database_url)))
-}
 
 /// A node as `serve` runs it: the dashboard and API, and the queue runtime working the
 /// same database on threads of its own.
@@ -84,26 +65,25 @@ impl Node {
 
 /// Opens the database and starts the queue and the web app as `serve` does, without
 /// listening: `serve` binds the router to its address, a benchmark drives it in-process.
-pub async fn start_node(database_url: &str, options: &ServeOptions) -> anyhow::Result<Node> {
+pub async fn start_node(database: &DatabaseTarget, options: &ServeOptions) -> anyhow::Result<Node> {
     crate::memory::give_large_blocks_back();
     let queue_threads = QueueThreads::start(options.queue_nice)?;
     // The queue's pool is opened from its threads, so its SQLite connection threads (and
     // everything else the queue starts) inherit their priority.
     let runtime = queue_threads
         .run(start_queue(
-            database_url.to_owned(),
-            queue_settings(options, database_url)?,
+            database.clone(),
+            queue_settings(options, &database.url)?,
         ))
         .await??;
     // People's own pool: busy workers never keep a page or a sign-in waiting for a connection;
     // on PostgreSQL a statement outliving its request is stopped with it.
-    let people_db = queue::database::connect_with_statement_limit(
-        database_url,
-        options.dashboard_connections,
-        options.request_timeout,
-    )
-    .await
-    .with_context(|| format!("opening the database {}", redact(database_url)))?;
+    let people_db = database
+        .connect(&PoolSettings {
+            statement_limit: Some(options.request_timeout),
+            ..database.pool(options.dashboard_connections)
+        })
+        .await?;
     let site_root = site::site_root(options.site_root.as_deref());
     if !site_root.join("pkg").is_dir() {
         tracing::warn!(
@@ -176,10 +156,10 @@ fn queue_settings(options: &ServeOptions, database_url: &str) -> anyhow::Result<
 /// Opens the queue's pool (migrating the database first), adds the demo data if asked, and
 /// starts the queue runtime on the calling runtime.
 async fn start_queue(
-    database_url: String,
+    database: DatabaseTarget,
     settings: QueueSettings,
 ) -> anyhow::Result<RuntimeHandle> {
-    let db = open_database(&database_url, settings.worker_connections).await?;
+    let db = database.open(settings.worker_connections).await?;
     if let Some(people) = settings.demo_people {
         demo::ensure_demo_data(&db, people).await?;
     }
@@ -205,7 +185,7 @@ async fn start_queue(
 /// With text logs it also prints where it listens, as a line of its own for people and
 /// scripts; JSON logs stay one object a line (the `serving` line has the address).
 pub async fn serve(
-    database_url: &str,
+    database: &DatabaseTarget,
     options: ServeOptions,
     log_format: LogFormat,
 ) -> anyhow::Result<()> {
@@ -214,7 +194,7 @@ pub async fn serve(
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
     let address = listener.local_addr()?;
-    let node = start_node(database_url, &options).await?;
+    let node = start_node(database, &options).await?;
     tracing::info!(%address, system_id = %options.system_id, "serving");
     if log_format == LogFormat::Text {
         println!("bulkq is running at http://{address}");
@@ -289,15 +269,17 @@ fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Regist
 }
 
 /// `migrate`.
-pub async fn migrate(database_url: &str) -> anyhow::Result<()> {
-    open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
+pub async fn migrate(database: &DatabaseTarget) -> anyhow::Result<()> {
+    database.migrate().await?;
     println!("The database schema is up to date.");
     Ok(())
 }
 
 /// `seed --people N`.
-pub async fn seed(database_url: &str, args: SeedArgs) -> anyhow::Result<()> {
-    let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
+pub async fn seed(database: &DatabaseTarget, args: SeedArgs) -> anyhow::Result<()> {
+    let db = database
+        .open(queue::database::DEFAULT_MAX_CONNECTIONS)
+        .await?;
     let coaches = caseload::users::ids_with_role(&db, Role::Staff).await?;
     let started = std::time::Instant::now();
     let added = seed_people(
@@ -333,7 +315,7 @@ async fn delete_expired_sessions(store: Store) {
 }
 
 /// The directory a `sqlite://PATH?...` URL's file lives in, if it names a file.
-fn sqlite_directory(database_url: &str) -> Option<&Path> {
+pub(crate) fn sqlite_directory(database_url: &str) -> Option<&Path> {
     sqlite_file(database_url)?
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use queue::database::WalCheckpoints;
+
+use crate::database_target::DatabaseTarget;
 use crate::smtp_settings::{RelayAddress, RelayUrl};
 
 /// The database used when neither `--database-url` nor `DATABASE_URL` says otherwise: an
@@ -44,10 +47,29 @@ pub struct GlobalOptions {
     /// object a line, with the fields of its spans: a request's id, a task's).
     #[arg(long, env = "BULKQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
+    /// Who copies a SQLite database's WAL back into its file: `node` (the node, as it
+    /// writes) or `replicator` (never the node: an external replicator such as Litestream
+    /// does, as its authors advise; without one the WAL grows without end). Every process
+    /// opening the database must be given the same.
+    #[arg(long, env = "BULKQ_WAL_CHECKPOINTS", default_value = "node", global = true,
+          value_parser = clap::builder::TypedValueParser::try_map(
+              clap::builder::PossibleValuesParser::new(WalCheckpoints::NAMES),
+              |name| name.parse::<WalCheckpoints>()))]
+    pub wal_checkpoints: WalCheckpoints,
     /// A TOML file of settings keyed by flag name (`workers = 8`); a flag on the command
     /// line or in the environment wins over it (see `config_file`).
     #[arg(long, env = "BULKQ_CONFIG", global = true)]
     pub config: Option<PathBuf>,
+}
+
+impl GlobalOptions {
+    /// The database the options name.
+    pub fn database(&self) -> DatabaseTarget {
+        DatabaseTarget {
+            url: self.database_url.clone(),
+            wal_checkpoints: self.wal_checkpoints,
+        }
+    }
 }
 
 /// The log lines' format.

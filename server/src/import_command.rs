@@ -20,16 +20,21 @@ use caseload::users::Role;
 use caseload::users::accounts::find_account;
 use queue::{Registry, Runtime, RuntimeConfig, Store};
 
-use crate::commands::open_database;
 use crate::config::ImportPeopleArgs;
+use crate::database_target::DatabaseTarget;
 
 /// How often the command reports the import's progress.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 /// Runs `import people`.
-pub async fn import_people(database_url: &str, args: ImportPeopleArgs) -> anyhow::Result<()> {
+pub async fn import_people(
+    database: &DatabaseTarget,
+    args: ImportPeopleArgs,
+) -> anyhow::Result<()> {
     crate::memory::give_large_blocks_back();
-    let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
+    let db = database
+        .open(queue::database::DEFAULT_MAX_CONNECTIONS)
+        .await?;
     let admin = find_account(&db, &args.as_user).await?;
     if admin.role != Role::Admin || admin.disabled_at.is_some() {
         bail!(

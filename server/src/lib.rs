@@ -3,7 +3,8 @@
 //! so tests can reach everything without starting a process.
 //!
 //! # Layout
-//! - [`config`]: flags and environment (clap); [`config_file`]: the same from a TOML file.
+//! - [`config`]: flags and environment (clap); [`config_file`]: the same from a TOML file;
+//!   [`database_target`]: the database they name, opened and migrated.
 //! - [`api`]: the versioned JSON API (`/api/1`).
 //! - [`commands`]: what each subcommand does; [`user_commands`]: `bulkq user ...`;
 //!   [`import_command`]: `bulkq import people`; [`imports`]: the same file's upload and error
@@ -29,6 +30,7 @@ pub mod config;
 pub mod config_file;
 pub mod csrf;
 pub mod csv_download;
+pub mod database_target;
 pub mod demo;
 pub mod draining;
 pub mod failsafe;

@@ -24,20 +24,20 @@ async fn main() -> anyhow::Result<()> {
             .with_env_filter(filter)
             .init(),
     }
-    let database_url = cli.global.database_url;
+    let database = cli.global.database();
     match cli
         .command
         .unwrap_or_else(|| Command::Serve(Default::default()))
     {
         Command::Serve(options) => {
-            commands::serve(&database_url, *options, cli.global.log_format).await
+            commands::serve(&database, *options, cli.global.log_format).await
         }
-        Command::Migrate => commands::migrate(&database_url).await,
-        Command::Seed(args) => commands::seed(&database_url, args).await,
-        Command::User(command) => user_commands::run(&database_url, command).await,
+        Command::Migrate => commands::migrate(&database).await,
+        Command::Seed(args) => commands::seed(&database, args).await,
+        Command::User(command) => user_commands::run(&database, command).await,
         Command::Import(ImportCommand::People(args)) => {
-            import_command::import_people(&database_url, args).await
+            import_command::import_people(&database, args).await
         }
-        Command::Backup(args) => backup::backup(&database_url, args).await,
+        Command::Backup(args) => backup::backup(&database.url, args).await,
     }
 }

@@ -6,12 +6,14 @@ use caseload::users::accounts::{self, Account};
 use caseload::users::{NewStaffUser, Role, create_user};
 use sea_orm::{DatabaseConnection, TransactionTrait};
 
-use crate::commands::open_database;
 use crate::config::{CreateUserArgs, UserCommand};
+use crate::database_target::DatabaseTarget;
 
 /// Runs one `user` subcommand and prints its outcome.
-pub async fn run(database_url: &str, command: UserCommand) -> anyhow::Result<()> {
-    let db = open_database(database_url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
+pub async fn run(database: &DatabaseTarget, command: UserCommand) -> anyhow::Result<()> {
+    let db = database
+        .open(queue::database::DEFAULT_MAX_CONNECTIONS)
+        .await?;
     match command {
         UserCommand::List => {
             println!("{}", account_table(&accounts::list_accounts(&db).await?));

@@ -219,6 +219,7 @@ impl Runtime {
         registry: Registry,
     ) -> Result<RuntimeHandle, QueueError> {
         config.validate()?;
+        let wal_left_to_replicator = store.wal_left_to_replicator().await?;
         crate::metrics::slots(config.workers);
         let node = NodeIdentity {
             worker_slots: config.workers,
@@ -354,16 +355,20 @@ impl Runtime {
                     }
                     .run(),
                 ));
-                let checkpointing = store.clone();
-                services.push(spawn_every(
-                    SQLITE_CHECKPOINT_INTERVAL,
-                    &stop_services,
-                    "WAL checkpoint",
-                    move || {
-                        let store = checkpointing.clone();
-                        async move { store.checkpoint_wal().await }
-                    },
-                ));
+                if wal_left_to_replicator {
+                    tracing::info!("WAL checkpoints are left to an external replicator");
+                } else {
+                    let checkpointing = store.clone();
+                    services.push(spawn_every(
+                        SQLITE_CHECKPOINT_INTERVAL,
+                        &stop_services,
+                        "WAL checkpoint",
+                        move || {
+                            let store = checkpointing.clone();
+                            async move { store.checkpoint_wal().await }
+                        },
+                    ));
+                }
             }
             _ => {}
         }

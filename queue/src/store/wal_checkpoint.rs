@@ -92,6 +92,29 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Whether this store's connections leave WAL checkpoints to an external replicator
+    /// (opened with `wal_autocheckpoint = 0`, [`crate::database::WalCheckpoints::Replicator`]):
+    /// then the node runs none either. Read from the pool, so the setting has one home.
+    pub(crate) async fn wal_left_to_replicator(&self) -> Result<bool, QueueError> {
+        if self.backend != DbBackend::Sqlite {
+            return Ok(false);
+        }
+        let row = self
+            .db
+            .query_one_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                "PRAGMA wal_autocheckpoint",
+            ))
+            .await?;
+        let pages: i64 = match row {
+            Some(row) => row.try_get_by_index(0)?,
+            None => return Ok(false),
+        };
+        Ok(pages <= 0)
+    }
+}
+
 /// Runs a PASSIVE checkpoint on `conn`; answers how far it got.
 async fn passive_checkpoint(conn: &impl ConnectionTrait) -> Result<WalProgress, DbErr> {
     let row = conn

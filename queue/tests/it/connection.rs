@@ -125,23 +125,38 @@ async fn sqlite_writes_keep_one_connection(db: TestDatabase) {
     assert_eq!(integer(&pooled, "PRAGMA cache_size").await, -2_000);
 }
 
-/// PostgreSQL stops a statement of a limited pool at the limit, not at its end, and the one
-/// connection of the pool answers the next statement. Without the limit the sleep would run
-/// its 30 s and succeed, failing the test.
+/// The database stops a statement of a limited pool at the limit, not at its end, and the
+/// one connection of the pool answers the next statement. Without the limit the slow
+/// statement would run its 30 s (PostgreSQL's sleep; SQLite's count to a billion, minutes)
+/// and succeed, failing the test.
 async fn a_statement_over_the_limit_is_stopped_and_its_connection_serves_on(db: TestDatabase) {
-    if db.backend != Backend::Postgres {
-        return; // SQLite has no per-connection statement limit
-    }
     let limit = std::time::Duration::from_millis(300);
-    let pool = queue::database::connect_with_statement_limit(&db.url, 1, limit)
+    let settings = queue::database::PoolSettings {
+        statement_limit: Some(limit),
+        ..queue::database::PoolSettings::new(1)
+    };
+    let pool = queue::database::connect_with(&db.url, &settings)
         .await
         .unwrap();
-    let slow = pool.execute_unprepared("SELECT pg_sleep(30)").await;
-    let error = slow.expect_err("stopped at the limit").to_string();
-    assert!(error.contains("statement timeout"), "{error}");
+    let (slow, stopped) = match db.backend {
+        Backend::Postgres => ("SELECT pg_sleep(30)", "statement timeout"),
+        Backend::Sqlite => (
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n \
+             WHERE i < 1000000000) SELECT COUNT(*) FROM n",
+            "interrupted",
+        ),
+    };
+    let started = std::time::Instant::now();
+    let error = pool
+        .execute_unprepared(slow)
+        .await
+        .expect_err("stopped at the limit")
+        .to_string();
+    assert!(error.contains(stopped), "{error}");
+    assert!(started.elapsed() >= limit, "not before the limit");
     let backend = pool.get_database_backend();
     let next = pool
-        .query_one_raw(Statement::from_string(backend, "SELECT 1::bigint"))
+        .query_one_raw(Statement::from_string(backend, "SELECT CAST(1 AS BIGINT)"))
         .await
         .unwrap()
         .expect("a row");

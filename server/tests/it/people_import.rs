@@ -24,6 +24,7 @@ use queue::{Registry, Runtime, Store, TaskStatus};
 use sea_orm::ConnectionTrait;
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use server::config::ImportPeopleArgs;
+use server::database_target::DatabaseTarget;
 use server::import_command::import_people;
 
 use crate::helpers::*;
@@ -80,7 +81,7 @@ async fn a_file_with_every_bad_row_imports_its_good_rows_once(db: TestDatabase) 
     let file = write(dir.path(), "people.csv", &messy_file());
 
     import_people(
-        &db.url,
+        &DatabaseTarget::at(db.url.as_str()),
         ImportPeopleArgs {
             dry_run: true,
             ..args(file.clone())
@@ -101,7 +102,7 @@ async fn a_file_with_every_bad_row_imports_its_good_rows_once(db: TestDatabase) 
 
     let report = dir.path().join("problems.csv");
     import_people(
-        &db.url,
+        &DatabaseTarget::at(db.url.as_str()),
         ImportPeopleArgs {
             report: Some(report.clone()),
             ..args(file.clone())
@@ -135,7 +136,9 @@ async fn a_file_with_every_bad_row_imports_its_good_rows_once(db: TestDatabase) 
     let changes = db
         .scalar("SELECT COUNT(*) FROM program_status_change")
         .await;
-    import_people(&db.url, args(file.clone())).await.unwrap();
+    import_people(&DatabaseTarget::at(db.url.as_str()), args(file.clone()))
+        .await
+        .unwrap();
     let progress = last_import_progress(&db).await;
     assert_eq!(
         (
@@ -157,7 +160,7 @@ async fn a_file_with_every_bad_row_imports_its_good_rows_once(db: TestDatabase) 
         String::from_utf8_lossy(&messy_file()).replace("S7,Barbara,Liskov,,GRADUATED,,\r\n", "");
     let fewer = write(dir.path(), "fewer.csv", fewer.as_bytes());
     import_people(
-        &db.url,
+        &DatabaseTarget::at(db.url.as_str()),
         ImportPeopleArgs {
             full_sync: true,
             ..args(fewer)
@@ -296,7 +299,9 @@ async fn files_that_cannot_be_read_apply_nothing(db: TestDatabase) {
         ("big.csv", vec![b'x'; 2 << 20], "over the limit"),
     ] {
         let file = write(dir.path(), name, &bytes);
-        let error = import_people(&db.url, args(file)).await.unwrap_err();
+        let error = import_people(&DatabaseTarget::at(db.url.as_str()), args(file))
+            .await
+            .unwrap_err();
         assert!(format!("{error:#}").contains(words), "{name}: {error:#}");
     }
     assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 0);

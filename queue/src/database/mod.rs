@@ -15,6 +15,8 @@ use sea_orm::{
 };
 use sea_orm_migration::MigratorTrait;
 
+mod sqlite_statement_limit;
+
 /// Connections in a pool unless the caller asks otherwise. SQLite has one writer at a time
 /// whatever the pool size; extra connections only serve concurrent readers (dashboards).
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
@@ -140,49 +142,108 @@ pub fn backend_of(url: &str) -> DbBackend {
     }
 }
 
-/// Opens a pool for `url` (`sqlite://…` or `postgres://…`).
+/// Opens a pool of `max_connections` for `url` (`sqlite://…` or `postgres://…`), with no
+/// statement limit and the node checkpointing a SQLite WAL.
 pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
-    Database::connect(pool_options(url, max_connections)).await
+    connect_with(url, &PoolSettings::new(max_connections)).await
 }
 
-/// [`connect`], with the server cancelling any statement of the pool's PostgreSQL
-/// connections that runs longer than `limit` (`statement_timeout`). For the pool serving
-/// people's requests, whose answer is given up after that long anyway: the database stops
-/// the work and the connection is free for the next request, where a statement abandoned by
-/// its request used to run on and hold it. SQLite has no such limit per connection; there
-/// a statement runs to its end.
-pub async fn connect_with_statement_limit(
-    url: &str,
-    max_connections: u32,
-    limit: Duration,
-) -> Result<DatabaseConnection, DbErr> {
-    let mut options = pool_options(url, max_connections);
-    let limit = format!("{}ms", limit.as_millis().max(1));
-    options
-        .map_sqlx_postgres_opts(move |opts| opts.options([("statement_timeout", limit.clone())]));
-    Database::connect(options).await
+/// Opens a pool for `url` as `settings` say.
+pub async fn connect_with(url: &str, settings: &PoolSettings) -> Result<DatabaseConnection, DbErr> {
+    Database::connect(pool_options(url, settings)).await
+}
+
+/// How a pool is opened beyond its URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    /// The longest one statement may run before the database stops it, or none. For the
+    /// pool serving people's requests, whose answer is given up after that long anyway: the
+    /// database stops the work and the connection is free for the next request, where a
+    /// statement abandoned by its request used to run on and hold it. PostgreSQL's
+    /// `statement_timeout`; on SQLite a progress handler ([`sqlite_statement_limit`]).
+    pub statement_limit: Option<Duration>,
+    /// Who copies a SQLite WAL back into the database file.
+    pub wal_checkpoints: WalCheckpoints,
+}
+
+impl PoolSettings {
+    /// `max_connections`, no statement limit, checkpoints by the node.
+    pub fn new(max_connections: u32) -> Self {
+        Self {
+            max_connections,
+            statement_limit: None,
+            wal_checkpoints: WalCheckpoints::Node,
+        }
+    }
+}
+
+/// Who copies a SQLite database's WAL back into its file (PostgreSQL ignores it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalCheckpoints {
+    /// The node: its connections at the `wal_autocheckpoint` mark, and its runtime every
+    /// half second (`Store::checkpoint_wal`).
+    #[default]
+    Node,
+    /// An external replicator that ships the WAL (Litestream): its advice is that the
+    /// application never checkpoints, lest a checkpoint copy and restart the WAL between
+    /// two of its reads. Connections open with `wal_autocheckpoint = 0` and the runtime,
+    /// finding that, runs no checkpoints; the replicator must then run them, or the WAL
+    /// grows without end.
+    Replicator,
+}
+
+impl WalCheckpoints {
+    /// The names `FromStr` takes.
+    pub const NAMES: [&str; 2] = ["node", "replicator"];
+}
+
+impl std::str::FromStr for WalCheckpoints {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "node" => Ok(Self::Node),
+            "replicator" => Ok(Self::Replicator),
+            other => Err(format!(
+                "unknown checkpointer {other:?}: expected one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
 }
 
 /// How every pool of the product is set up.
-fn pool_options(url: &str, max_connections: u32) -> ConnectOptions {
+fn pool_options(url: &str, settings: &PoolSettings) -> ConnectOptions {
+    let autocheckpoint = match settings.wal_checkpoints {
+        WalCheckpoints::Node => SQLITE_WAL_AUTOCHECKPOINT_PAGES,
+        WalCheckpoints::Replicator => "0",
+    };
+    let statement_limit = settings.statement_limit;
     let mut options = ConnectOptions::new(url.to_owned());
     options
-        .max_connections(max_connections)
+        .max_connections(settings.max_connections)
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .acquire_timeout(Duration::from_secs(30))
         .sqlx_logging(false)
-        .map_sqlx_sqlite_opts(|opts| {
+        .map_sqlx_sqlite_opts(move |opts| {
             opts.journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
                 .foreign_keys(true)
                 .statement_cache_capacity(STATEMENT_CACHE)
-                .pragma("wal_autocheckpoint", SQLITE_WAL_AUTOCHECKPOINT_PAGES)
+                .pragma("wal_autocheckpoint", autocheckpoint)
                 .pragma("temp_store", SQLITE_TEMP_STORE)
         })
-        .map_sqlx_sqlite_pool_opts(|pool| {
-            without_reaper(pool).test_before_acquire(SQLITE_PING_BEFORE_ACQUIRE)
+        .map_sqlx_sqlite_pool_opts(move |pool| {
+            let pool = without_reaper(pool).test_before_acquire(SQLITE_PING_BEFORE_ACQUIRE);
+            match statement_limit {
+                Some(limit) => pool.after_connect(move |connection, _| {
+                    Box::pin(sqlite_statement_limit::install(connection, limit))
+                }),
+                None => pool,
+            }
         })
         .map_sqlx_postgres_pool_opts(|pool| {
             without_reaper(pool).after_connect(|connection, _| {
@@ -196,6 +257,12 @@ fn pool_options(url: &str, max_connections: u32) -> ConnectOptions {
                 })
             })
         });
+    if let Some(limit) = statement_limit {
+        let limit = format!("{}ms", limit.as_millis().max(1));
+        options.map_sqlx_postgres_opts(move |opts| {
+            opts.options([("statement_timeout", limit.clone())])
+        });
+    }
     options
 }
 
