@@ -8,10 +8,11 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { hydrated, signIn, test } from './helpers';
 
-// A deploy restarts the node under an open page: SIGTERM, then the new process on the same
+// A deploy restarts nodes under an open page: SIGTERM, then the new process on the same
 // address. The page, never reloaded, shows the running task's progress live again by
-// itself, and the task finishes, its hand-back in the timeline. The node is this test's own
-// (its own database), so stopping it disturbs no other test.
+// itself, and the task finishes, its hand-back in the timeline. One SQLite node; then three
+// PostgreSQL nodes restarted in turn. The nodes are this file's own (their own database),
+// so stopping them disturbs no other test.
 
 const root = resolve(__dirname, '../..');
 const bin = join(root, 'target/debug/bulkq');
@@ -28,12 +29,14 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Starts `bulkq serve` on `port` over the database in `dir`, with `batchSize` people per
- * batch and checkpoint; resolves once it listens. */
-async function startNode(dir: string, port: number, batchSize: number): Promise<ChildProcess> {
+/** Starts `bulkq serve` on `port` over `database`, with `batchSize` people per batch and
+ * checkpoint; resolves once it listens. */
+async function startNode(dir: string, database: string, port: number, batchSize: number,
+  systemId = 'bulkq'): Promise<ChildProcess> {
   const node = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--site-root', join(root, 'target/site'),
-    '--exports-dir', join(dir, 'exports'), '--outbox-dir', join(dir, 'outbox'), '--batch-size', String(batchSize)],
-  { env: nodeEnv(dir), stdio: ['ignore', 'pipe', 'inherit'] });
+    '--exports-dir', join(dir, 'exports'), '--outbox-dir', join(dir, 'outbox'), '--batch-size', String(batchSize),
+    '--system-id', systemId],
+  { env: nodeEnv(database), stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: node.stdout! });
   for await (const line of lines) {
     if (line.startsWith('bulkq is running at')) return node;
@@ -41,8 +44,47 @@ async function startNode(dir: string, port: number, batchSize: number): Promise<
   throw new Error('the node ended before it listened');
 }
 
-function nodeEnv(dir: string): NodeJS.ProcessEnv {
-  return { ...process.env, DATABASE_URL: `sqlite://${dir}/restart.db?mode=rwc`, BULKQ_LOG: 'warn' };
+function nodeEnv(database: string): NodeJS.ProcessEnv {
+  return { ...process.env, DATABASE_URL: database, BULKQ_LOG: 'warn' };
+}
+
+/** An admin and `people` seeded people in `database`, migrated first. */
+function prepare(database: string, user: { username: string, password: string, name: string }, people: number) {
+  execFileSync(bin, ['migrate'], { env: nodeEnv(database) });
+  execFileSync(bin, ['user', 'create', '--username', user.username, '--display-name', user.name,
+    '--role', 'admin', '--password', user.password], { env: nodeEnv(database) });
+  execFileSync(bin, ['seed', '--people', String(people), '--seed', '5'], { env: nodeEnv(database) });
+}
+
+/** Stops `node` as a deploy does and expects a clean exit. */
+async function stopCleanly(node: ChildProcess) {
+  const exited = once(node, 'exit');
+  node.kill('SIGTERM');
+  const [code] = await exited;
+  expect(code, 'the node stops cleanly').toBe(0);
+}
+
+/** Submits a status change of everyone and opens its task page; resolves once the page
+ * shows progress, with the task's id. */
+async function followStatusChange(page: Page): Promise<string> {
+  const submitted = await page.request.post('/api/1/caseload/program-status-changes', {
+    data: { all: true, to_status: 'INACTIVE', reason: 'restart drill' },
+  });
+  expect(submitted.status()).toBe(202);
+  const { id } = await submitted.json();
+  await page.goto(`/tasks/${id}`);
+  await hydrated(page);
+  await expect.poll(() => progressShown(page), { timeout: 30_000 }).toBeGreaterThan(0);
+  return id;
+}
+
+/** The page shows the task finished, every person changed, after a hand-back and no rescue. */
+async function expectFinishedAfterHandBack(page: Page, people: number) {
+  await expect(page.getByTestId('task-status')).toHaveText('COMPLETED', { timeout: 90_000 });
+  await expect.poll(() => progressShown(page)).toBe(people);
+  const timeline = page.getByTestId('timeline');
+  await expect(timeline).toContainText('handed back');
+  await expect(timeline, 'no node died holding it').not.toContainText('rescued');
 }
 
 /** The people done so far, as the page shows them ("1,200 of 3,000 done"); -1 while it
@@ -56,42 +98,86 @@ async function progressShown(page: Page): Promise<number> {
 test('a page shows live progress again after its node restarts, and the task finishes', async ({ browser }) => {
   test.setTimeout(120_000);
   const dir = mkdtempSync(join(tmpdir(), 'bulkq-restart-'));
+  const database = `sqlite://${dir}/restart.db?mode=rwc`;
   const user = { username: 'restarter', password: `restart-password-${Date.now()}`, name: 'Rae Restarter' };
-  execFileSync(bin, ['migrate'], { env: nodeEnv(dir) });
-  execFileSync(bin, ['user', 'create', '--username', user.username, '--display-name', user.name,
-    '--role', 'admin', '--password', user.password], { env: nodeEnv(dir) });
-  execFileSync(bin, ['seed', '--people', String(PEOPLE), '--seed', '5'], { env: nodeEnv(dir) });
+  prepare(database, user, PEOPLE);
   const port = await freePort();
   // One person per checkpoint first, so the change is mid-way when the node stops; the
   // restarted node takes larger batches and finishes soon even on a busy machine.
-  let node = await startNode(dir, port, 1);
+  let node = await startNode(dir, database, port, 1);
   const context = await browser.newContext({ baseURL: `http://127.0.0.1:${port}` });
   try {
     const page = await context.newPage();
     await signIn(page, user);
-    const submitted = await page.request.post('/api/1/caseload/program-status-changes', {
-      data: { all: true, to_status: 'INACTIVE', reason: 'restart drill' },
-    });
-    expect(submitted.status()).toBe(202);
-    const { id } = await submitted.json();
-    await page.goto(`/tasks/${id}`);
-    await hydrated(page);
-    await expect.poll(() => progressShown(page), { timeout: 30_000 }).toBeGreaterThan(0);
+    await followStatusChange(page);
 
     const beforeStop = await progressShown(page);
     expect(beforeStop, 'the restart comes mid-task').toBeLessThan(PEOPLE);
-    node.kill('SIGTERM');
-    const [code] = await once(node, 'exit');
-    expect(code, 'the node stops cleanly').toBe(0);
-    node = await startNode(dir, port, 200);
+    await stopCleanly(node);
+    node = await startNode(dir, database, port, 200);
 
     // No reload: the page's stream reconnects and its progress moves on.
     await expect.poll(() => progressShown(page), { timeout: 20_000 }).toBeGreaterThan(beforeStop);
-    await expect(page.getByTestId('task-status')).toHaveText('COMPLETED', { timeout: 60_000 });
-    await expect(page.getByTestId('timeline')).toContainText('handed back');
+    await expectFinishedAfterHandBack(page, PEOPLE);
   } finally {
     await context.close();
     node.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** The PostgreSQL server the Rust tests use (`TEST_DATABASE_URL`, set by `make test`). */
+const postgresServer = process.env.TEST_DATABASE_URL;
+const postgresRequired = process.env.BULKQ_REQUIRE_POSTGRES === '1';
+
+/** `server` with its database path replaced by `name`. */
+function databaseOn(server: string, name: string): string {
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+test('three PostgreSQL nodes restarted in turn: the page follows the task to its end', async ({ browser }) => {
+  if (!postgresServer) {
+    expect(postgresRequired, 'BULKQ_REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not').toBe(false);
+    test.skip(true, 'PostgreSQL SKIPPED: no TEST_DATABASE_URL');
+    return;
+  }
+  test.setTimeout(180_000);
+  const dir = mkdtempSync(join(tmpdir(), 'bulkq-rolling-'));
+  const name = `bulkq_e2e_rolling_${process.pid}_${Date.now()}`;
+  const psql = (sql: string) => execFileSync('psql', ['-q', postgresServer, '-c', sql],
+    { env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } });
+  psql(`CREATE DATABASE ${name}`);
+  const database = databaseOn(postgresServer, name);
+  const user = { username: 'deployer', password: `rolling-password-${Date.now()}`, name: 'Dee Deployer' };
+  prepare(database, user, PEOPLE);
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const names = ['node-a', 'node-b', 'node-c'];
+  // Small batches, so the change outlasts the three restarts on a busy machine.
+  const batch = 2;
+  const nodes = await Promise.all(ports.map((port, at) => startNode(dir, database, port, batch, names[at])));
+  const context = await browser.newContext({ baseURL: `http://127.0.0.1:${ports[0]}` });
+  try {
+    const page = await context.newPage();
+    await signIn(page, user);
+    await followStatusChange(page);
+    for (let at = 0; at < nodes.length; at++) {
+      const before = await progressShown(page);
+      expect(before, `restart of ${names[at]} comes mid-task`).toBeLessThan(PEOPLE);
+      await stopCleanly(nodes[at]);
+      nodes[at] = await startNode(dir, database, ports[at], batch, names[at]);
+      // The page is on the first node: its stream reconnects when that one restarts, and
+      // follows the work wherever it runs the rest of the time.
+      await expect.poll(() => progressShown(page), { timeout: 20_000 }).toBeGreaterThan(before);
+    }
+    await expectFinishedAfterHandBack(page, PEOPLE);
+  } finally {
+    await context.close();
+    for (const node of nodes) node.kill('SIGKILL');
+    await Promise.all(nodes.map((node) => node.exitCode === null && node.signalCode === null
+      ? once(node, 'exit') : Promise.resolve()));
+    psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     rmSync(dir, { recursive: true, force: true });
   }
 });
