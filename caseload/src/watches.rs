@@ -40,7 +40,7 @@ pub async fn watch_targets<C: ConnectionTrait>(
         DbBackend::Postgres => ("$1", "$2"),
         _ => ("?", "?"),
     };
-    // One statement for every batch size (ADR 0057); `WHERE true` tells SQLite's parser
+    // One statement for every batch size (ADR 0014); `WHERE true` tells SQLite's parser
     // that `ON CONFLICT` is the upsert, not a join's `ON`.
     let insert = Statement::from_sql_and_values(
         backend,

@@ -14,22 +14,8 @@
 //!            heartbeat · rescuer · pruner · LISTEN relay (PostgreSQL)
 //! ```
 //!
-//! The state machine (all of it lives in [`state`]):
-//!
-//! ```text
-//!               enqueue (inside the caller's transaction)
-//!                     │
-//!    ┌──────────► QUEUED ──(run_at due; claimed)──► SCHEDULING ──(worker starts)──► EXECUTING
-//!    │              ▲  ▲                                 │                             │
-//!    │              │  └──── Retry: transient error, ────┴─────────────────────────────┤
-//!    │              │        panic or timeout with attempts left; rescue of a dead      ├─► COMPLETED
-//!    │              │        node (attempt spent)                                       │
-//!    │              └─────── HandBack: shutdown (attempt not spent) ◄───────────────────┤
-//!    │                                                                                  ├─► FAILURE
-//!    │                                                                                  └─► ERROR
-//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED, or a stalled SCHEDULING / EXECUTING
-//!        Abandon (admin): QUEUED / SCHEDULING / EXECUTING / FAILURE / ERROR ──► ABANDONED
-//! ```
+//! The state machine lives in [`state`] (from `bulkq-types`), whose module documentation
+//! draws it.
 //!
 //! # Using it
 //! ```no_run

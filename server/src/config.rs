@@ -19,7 +19,7 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/bulkq.db?mode=rwc";
 pub const DASHBOARD_CONNECTIONS_DEFAULT: u32 = 8;
 
 /// Default `--queue-nice`: the queue's threads weigh about a tenth of the dashboard's when
-/// both want a core (ADR 0046).
+/// both want a core (ADR 0033).
 pub const QUEUE_NICE_DEFAULT: u8 = 10;
 
 /// bulkq: bulk actions on a caseload, run by a transactional task queue.

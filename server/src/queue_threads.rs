@@ -3,7 +3,7 @@
 //! On a node's few cores, bulk work would otherwise take an even share of the CPU from the
 //! person waiting on a page or a password check, and that person's request would wait in
 //! the scheduler's queue behind the batches. With the queue's threads "niced", the kernel
-//! runs a request first and the queue takes every cycle people leave (ADR 0046). The
+//! runs a request first and the queue takes every cycle people leave (ADR 0033). The
 //! priority passes on to every thread the queue starts: on SQLite each of its database
 //! connections is a thread of its own, opened by the queue's threads.
 

@@ -109,7 +109,7 @@ mod ssr_impl {
         // A new id on sign-in, so a session id planted before sign-in is worthless after it.
         // A browser that brought no session has no id to replace: its session gets a fresh
         // one when it is first stored, and cycling would only delete a row that was never
-        // written, a write transaction that waits its turn on SQLite (ADR 0058).
+        // written, a write transaction that waits its turn on SQLite (ADR 0019).
         if session.id().is_some() {
             session
                 .cycle_id()

@@ -13,11 +13,11 @@ use sea_orm::DbBackend;
 ///
 /// SQLite: a person's sign-in or submission waits for the batch holding the one write
 /// lock, so batches are short enough that the wait stays within a page's budget, at some
-/// cost in batches' commits (ADR 0046).
+/// cost in batches' commits (ADR 0033).
 pub const SQLITE_BATCH_TIME_DEFAULT: Duration = Duration::from_millis(25);
 
 /// PostgreSQL: a batch holds no lock a person needs; its length only spaces out the
-/// commits, and shorter batches made the bulk work markedly slower (ADRs 0033, 0046).
+/// commits, and shorter batches made the bulk work markedly slower (ADR 0033).
 pub const POSTGRES_BATCH_TIME_DEFAULT: Duration = Duration::from_millis(100);
 
 /// The batch time while people write, on `backend`.

@@ -213,7 +213,7 @@ pub async fn people_after_within<C: ConnectionTrait>(
 ///
 /// Why: the candidates' read costs every index entry of the name word after the cursor,
 /// however few it returns, so a walk in short batches (25 ms while people write) paid it
-/// once per batch. Read ahead, it is paid once per read (ADR 0054).
+/// once per batch. Read ahead, it is paid once per read (ADR 0053).
 ///
 /// Each candidate is still tested against the whole filter and `scope` when its step runs,
 /// so a person who stopped matching since the read is passed over. A person who began to

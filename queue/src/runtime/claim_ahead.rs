@@ -1,7 +1,7 @@
 //! Whether this node's producer may claim ahead (see `producer`): on PostgreSQL, while no
 //! node of another system is alive. Claims of several nodes at once already skip past each
 //! other's locked rows, and with a claim always in flight on each of them that skipping
-//! cost the database more than the wait it saved (ADR 0065).
+//! cost the database more than the wait it saved (ADR 0012).
 //!
 //! The heartbeat looks again at every beat, and the producer whenever a backlog begins, so
 //! a node that joins is noticed before the backlog it shares, not a heartbeat later.

@@ -6,7 +6,7 @@
 //! One batch is applied at a time, on both backends. SQLite has one writer, so a second
 //! batch would only queue for it; on PostgreSQL a second batch in flight split the outcomes
 //! into smaller batches, each a statement, a trigger run and a commit of its own, and the
-//! drain ran slower for it on two cores (ADR 0049).
+//! drain ran slower for it on two cores (ADR 0021).
 
 use std::sync::Arc;
 use std::time::Duration;

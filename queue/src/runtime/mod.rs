@@ -62,10 +62,10 @@ use worker::Worker;
 pub const WORKERS_DEFAULT: usize = 16;
 /// Default [`RuntimeConfig::prefetch`] on PostgreSQL: a claim there costs a statement, a
 /// trigger run and a commit whatever its size, so claims of about a thousand short tasks
-/// drain them faster than claims of 256 (ADR 0050).
+/// drain them faster than claims of 256 (ADR 0012).
 pub const PREFETCH_DEFAULT_POSTGRES: usize = 1024;
 /// Default [`RuntimeConfig::prefetch`] on SQLite: its claims cost by the row, and larger
-/// ones only held its single writer longer and doubled the node's memory (ADR 0050).
+/// ones only held its single writer longer and doubled the node's memory (ADR 0012).
 pub const PREFETCH_DEFAULT_SQLITE: usize = 256;
 
 /// The [`RuntimeConfig::prefetch`] a node on `backend` uses unless told otherwise.
@@ -98,7 +98,7 @@ pub struct RuntimeConfig {
     /// only what its slots finish within 20 ms at the pace of its recent tasks: none before
     /// its first task finishes, none while tasks run for seconds (as bulk actions do). A
     /// PostgreSQL node alone in its cluster claims the next batch while it still holds the
-    /// last one, so it may hold up to twice this (ADR 0065).
+    /// last one, so it may hold up to twice this (ADR 0012).
     /// `None` (the default): [`prefetch_default`] for the store's backend; `Some(0)` turns
     /// holding off.
     pub prefetch: Option<usize>,
@@ -133,7 +133,7 @@ pub struct RuntimeConfig {
     pub completion_batch: usize,
     /// While people write through the node (a sign-in, a submission within the last
     /// 30 s), how many batch transactions its tasks may have open at once; the others wait
-    /// for one to commit, so a person's query has a core (ADR 0046). Default: the machine's
+    /// for one to commit, so a person's query has a core (ADR 0033). Default: the machine's
     /// cores ([`batches_while_people_write_default`]); 0 sets no limit.
     pub batches_while_people_write: usize,
     /// RabbitMQ wake-up hints to consume (feature `amqp`): with `Some`, the producer also
@@ -408,7 +408,7 @@ const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
 /// path (`Store::checkpoint_wal`): often enough that the WAL, started afresh after each
 /// long one, stays below the `wal_autocheckpoint` mark, at which a writer would copy it
 /// while holding the write gate, even while bulk work writes a hundred megabytes a second
-/// (ADRs 0052, 0059).
+/// (ADR 0052).
 const SQLITE_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How long [`Runtime::start`] waits for a PostgreSQL node's first LISTEN.

@@ -17,7 +17,7 @@
 //! claims ahead: the next claim goes out as soon as the last one is back, while the held
 //! tasks start, so it may hold up to twice its prefetch. A claim of a thousand tasks takes
 //! the database longer than the slots take to run them, and with claims only for free
-//! slots those slots idled while it ran (ADR 0065). Still one claim at a time: a second
+//! slots those slots idled while it ran (ADR 0012). Still one claim at a time: a second
 //! one beside it, of this node or another, skips past the rows the first has locked, which
 //! cost the database more than the wait saved (`claim_ahead`). SQLite has one writer, so
 //! a claim ahead there would only hold up the completions.

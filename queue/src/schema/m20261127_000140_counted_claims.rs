@@ -11,7 +11,7 @@
 //! (one pass), deletes the claimed entries by id, and sets the transaction-local setting
 //! `bulkq.counted` around its UPDATE; the trigger function returns at once while it is `on`.
 //! Every other writer (a retry, an admin's repair, the pruner, an older node) is still kept
-//! by the trigger, so none can forget a count (ADR 0051).
+//! by the trigger, so none can forget a count (ADR 0007).
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;

@@ -7,7 +7,7 @@
 //! of the table. A third leaves room for the two versions after the first, which are a
 //! little wider (the claiming node and the dates it sets): every claim fits, and a
 //! completion needs only the claim's dead versions pruned, which reading the page does
-//! (ADR 0063). Pages already written keep their fill; retained tasks take half as much room
+//! (ADR 0007). Pages already written keep their fill; retained tasks take half as much room
 //! again.
 
 use sea_orm_migration::prelude::*;

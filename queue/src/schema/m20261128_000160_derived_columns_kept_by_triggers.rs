@@ -3,7 +3,7 @@
 //!
 //! PostgreSQL computes every stored generated column on every UPDATE of a row, and forms
 //! the row once more to hold them: each claim and completion paid that for two values
-//! that neither changes for a task without a key (ADR 0064). Now:
+//! that neither changes for a task without a key (ADR 0007). Now:
 //! - a row trigger before INSERT sets both for a row that may need them (a key, a status
 //!   other than QUEUED, or a value given): before the unique index's `ON CONFLICT` test
 //!   sees the row, so an enqueue with a key still finds its arbiter. A plain enqueue does

@@ -5,7 +5,7 @@
 //! busy worker, two where batches overlap) left a person's query about a seventeenth of the
 //! node's cores, and a page took ten times as long as alone. With the budget, the batches
 //! beyond it wait for one to commit, and the person's query gets a core. With nobody
-//! writing, there is no budget: batches run as the workers allow (ADR 0046). On SQLite the
+//! writing, there is no budget: batches run as the workers allow (ADR 0033). On SQLite the
 //! write gate already admits one batch at a time.
 
 use std::sync::Arc;

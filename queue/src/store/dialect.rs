@@ -21,7 +21,7 @@ use sea_orm::DbBackend;
 /// trigger) deletes the entry, so a claim locking entries first and tasks second
 /// could deadlock with it. The claim then deletes the claimed tasks' entries and moves
 /// their counts itself, and the trigger passes over its UPDATE
-/// (`m20261127_000140_counted_claims`, ADR 0051).
+/// (`m20261127_000140_counted_claims`, ADR 0007).
 ///
 /// A task that another claim took, and committed, after this statement's snapshot
 /// still has its entry in that snapshot; FOR UPDATE then locks the task's newest
@@ -41,7 +41,7 @@ pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 /// (`m20261127_000140_counted_claims`) sets what `Transition::Complete` sets on the tasks
 /// still running under the claim's lease, and returns their events' columns. A function,
 /// like the claim, so that it keeps the counts from its own rows and the trigger over
-/// every UPDATE passes it over (ADR 0051); SQLite's completion is the UPDATE the
+/// every UPDATE passes it over (ADR 0007); SQLite's completion is the UPDATE the
 /// transition builds, counted by SQLite's row triggers.
 ///
 /// Parameters: the task ids, their leases (arrays of the same length), now, node id.

@@ -49,7 +49,7 @@ impl<C: ColumnTrait> IdListFilter for C {}
 ///
 /// An `INSERT … SELECT` from it is one statement whatever the number of rows, where a
 /// multi-row `VALUES` list is a statement of its own for every length: prepared anew for
-/// each batch and cached by every connection that ran it (ADR 0057).
+/// each batch and cached by every connection that ran it (ADR 0014).
 pub fn id_rows(
     backend: DbBackend,
     parameter: usize,

@@ -11,7 +11,7 @@
 //! Copying is not enough to keep the WAL short: SQLite starts it again from the top only
 //! when a write transaction begins with every frame copied, and under steady writes new
 //! frames arrive while the copy runs, so it never is. The WAL then grew to the mark about
-//! once a second and a batch's commit paid for the copy after all (ADR 0059). So a long
+//! once a second and a batch's commit paid for the copy after all (ADR 0052). So a long
 //! WAL gets a second pass between two write transactions, which copies the few frames the
 //! first pass missed and lets the next writer start the WAL afresh.
 //!
@@ -19,10 +19,10 @@
 //! beside a committing writer never does: the gated pass then synced every page the first
 //! had copied, thousands of them, while people waited at the gate. So before the gated
 //! pass the database file is synced outside the gate, and the gated pass's own sync has
-//! only the pages it copied to write (ADR 0061). The batches keep writing during that
+//! only the pages it copied to write (ADR 0052). The batches keep writing during that
 //! sync, so passes and syncs outside the gate repeat while a pass still finds many new
 //! frames to copy; each round's sync is shorter than the last, and the gated pass is left
-//! with what one short round let through (ADR 0062).
+//! with what one short round let through (ADR 0052).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -184,7 +184,7 @@ mod tests {
     /// A write that commits while the checkpoint copies leaves frames it could not copy, and
     /// SQLite starts the WAL afresh only once every frame is copied: the checkpoint's second
     /// pass between writes must copy them, or under steady writes the WAL grows until a
-    /// writer's commit copies it all while people wait (ADR 0059).
+    /// writer's commit copies it all while people wait (ADR 0052).
     #[tokio::test]
     async fn a_long_wal_starts_afresh_though_a_write_committed_during_the_copy() {
         let db = TestDatabase::create::<QueueMigrator>(Backend::Sqlite)

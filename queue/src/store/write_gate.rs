@@ -29,7 +29,7 @@ pub(crate) struct WriteGate {
 }
 
 /// How long people's writes may go ahead of waiting background work in a row before the
-/// background gets one turn (ADR 0035). About one batch (ADR 0033): under an unbroken stream
+/// background gets one turn (ADR 0031). About one batch (ADR 0033): under an unbroken stream
 /// of people's writes the background still gets about half the writer, and a person waits at
 /// most for one batch besides the people ahead.
 pub(crate) const PEOPLE_FIRST_LIMIT: Duration = Duration::from_millis(100);

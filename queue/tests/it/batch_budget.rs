@@ -1,5 +1,5 @@
 //! While people write, a node's tasks keep at most its budget of batch transactions open
-//! (ADR 0046).
+//! (ADR 0033).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

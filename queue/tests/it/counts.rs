@@ -154,7 +154,7 @@ async fn counts_follow_every_change_from_many_sessions(db: TestDatabase) {
 }
 
 /// PostgreSQL's claim and completion count their own changes and have the trigger pass
-/// over them (ADR 0051) for as long as they run: an UPDATE after them in the same
+/// over them (ADR 0007) for as long as they run: an UPDATE after them in the same
 /// transaction is the trigger's to count again. Without that, the later writes of a
 /// transaction that claimed would be missing from the counts and the claim entries.
 async fn statements_after_a_claim_in_its_transaction_are_counted(db: TestDatabase) {

@@ -151,7 +151,7 @@ async fn postgres_workers_cannot_take_the_dashboards_connections() {
         system_id: "budget".into(),
         workers: 8,
         // Every batch may hold a connection, so the workers' pool is really exhausted: the
-        // budget of open batches (ADR 0046) is a different guard, tested on its own.
+        // budget of open batches (ADR 0033) is a different guard, tested on its own.
         batches_while_people_write: 0,
         ..RuntimeConfig::default()
     };
