@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
-use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, TargetRequest};
-use caseload::actions::{
-    ActionRequest, ActionsConfig, BATCH_SIZE_DEFAULT, export_file, submit, task_report,
+use bulkq_types::requests::{
+    ActionRequest, EmailRequest, ExportRequest, StatusChangeRequest, TargetRequest,
 };
+use caseload::actions::{ActionsConfig, BATCH_SIZE_DEFAULT, export_file, submit, task_report};
 use caseload::email::{MailTransport, Mailer};
 use caseload::export::DEFAULT_ROW_CAP;
 use caseload::people_import::preview::preview;

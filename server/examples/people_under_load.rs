@@ -29,7 +29,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{self as http, Request, header};
-use bulkq_types::actions::WATCH;
+use bulkq_types::actions::ActionKind;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{NewStaffUser, Role, create_user};
 use clap::Parser;
@@ -244,7 +244,7 @@ impl Office {
     /// [`Office::resume_watches`], so that none is done before the clock starts.
     async fn submit_backlog(&self, owners: &[String], tasks: usize) -> anyhow::Result<()> {
         self.store
-            .component_pause(WATCH, "people_under_load")
+            .component_pause(ActionKind::Watch.component(), "people_under_load")
             .await?;
         for (n, owner) in owners.iter().enumerate() {
             let cookie = self.sign_in(n, owner).await?.2;
@@ -327,7 +327,7 @@ impl Office {
     /// `--batch-size` people, as they would with nobody about.
     async fn resume_watches(&self) -> anyhow::Result<()> {
         self.store
-            .component_resume_as(WATCH, WriteClass::Background)
+            .component_resume_as(ActionKind::Watch.component(), WriteClass::Background)
             .await?;
         Ok(())
     }
@@ -336,7 +336,8 @@ impl Office {
     async fn people_watched_by_tasks(&self) -> anyhow::Result<i64> {
         let sql = format!(
             "SELECT CAST(COALESCE(SUM(progress_done), 0) AS BIGINT) FROM queue_task \
-             WHERE execution_component_name = '{WATCH}'"
+             WHERE execution_component_name = '{}'",
+            ActionKind::Watch.component()
         );
         scalar(&self.db, &sql).await
     }
@@ -351,8 +352,9 @@ impl Office {
             .map(|status| format!("'{}'", status.to_value()))
             .collect();
         let sql = format!(
-            "SELECT COUNT(*) FROM queue_task WHERE execution_component_name = '{WATCH}' \
+            "SELECT COUNT(*) FROM queue_task WHERE execution_component_name = '{}' \
              AND workflow_status IN ({})",
+            ActionKind::Watch.component(),
             statuses.join(", ")
         );
         scalar(&self.db, &sql).await

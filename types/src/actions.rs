@@ -4,28 +4,109 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// Component names of the bulk actions' tasks (the queue's `execution_component_name`).
-pub const EXPORT: &str = "caseload.export";
-pub const PROGRAM_STATUS_CHANGE: &str = "caseload.program_status_change";
-pub const WATCH: &str = "caseload.watch";
-pub const UNWATCH: &str = "caseload.unwatch";
-pub const EMAIL: &str = "caseload.email";
-/// The CSV import of people (an admin's task, not a bulk action on a target).
+/// The bulk actions. Everything that differs between them in browser and server is asked of
+/// this enum (or, in `caseload`, of each action's module), so a match on it has no fallback
+/// arm and a new action is a compile error wherever it must be handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    Export,
+    ProgramStatusChange,
+    Watch,
+    Unwatch,
+    Email,
+}
+
+impl ActionKind {
+    /// Every action, in the order the dashboard offers them.
+    pub const ALL: [ActionKind; 5] = [
+        ActionKind::Export,
+        ActionKind::ProgramStatusChange,
+        ActionKind::Watch,
+        ActionKind::Unwatch,
+        ActionKind::Email,
+    ];
+
+    /// The component name of the action's tasks (the queue's `execution_component_name`).
+    pub const fn component(self) -> &'static str {
+        match self {
+            ActionKind::Export => "caseload.export",
+            ActionKind::ProgramStatusChange => "caseload.program_status_change",
+            ActionKind::Watch => "caseload.watch",
+            ActionKind::Unwatch => "caseload.unwatch",
+            ActionKind::Email => "caseload.email",
+        }
+    }
+
+    /// The action whose tasks have `component`, if one has.
+    pub fn of_component(component: &str) -> Option<ActionKind> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.component() == component)
+    }
+
+    /// The name people see for the action.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ActionKind::Export => "Export",
+            ActionKind::ProgramStatusChange => "Change status",
+            ActionKind::Watch => "Watch",
+            ActionKind::Unwatch => "Unwatch",
+            ActionKind::Email => "Email",
+        }
+    }
+
+    /// The JSON API's path for submitting the action, under `/api/1`.
+    pub const fn api_path(self) -> &'static str {
+        match self {
+            ActionKind::Export => "/caseload/exports",
+            ActionKind::ProgramStatusChange => "/caseload/program-status-changes",
+            ActionKind::Watch => "/caseload/watches",
+            ActionKind::Unwatch => "/caseload/unwatches",
+            ActionKind::Email => "/caseload/emails",
+        }
+    }
+
+    /// How the action's owner reads its [`ActionReport`].
+    pub const fn report_words(self) -> ReportWords {
+        let (changed, unchanged) = match self {
+            ActionKind::Export => ("Rows exported", None),
+            ActionKind::ProgramStatusChange => ("Status changed", Some("Already in that status")),
+            ActionKind::Watch => ("Now watched", Some("Already watched")),
+            ActionKind::Unwatch => ("No longer watched", Some("Were not watched")),
+            ActionKind::Email => ("Sent", Some("Already handled by an earlier attempt")),
+        };
+        ReportWords {
+            changed,
+            unchanged,
+            sends_email: matches!(self, ActionKind::Email),
+        }
+    }
+}
+
+/// The words of an action's report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportWords {
+    /// What `changed` counts.
+    pub changed: &'static str,
+    /// What `unchanged` counts; `None` for an action that leaves nothing as it was.
+    pub unchanged: Option<&'static str>,
+    /// Whether the email counts (no address, deferred, failed) apply.
+    pub sends_email: bool,
+}
+
+/// The component name of the CSV import of people (an admin's task, not a bulk action on a
+/// target).
 pub const PEOPLE_IMPORT: &str = "caseload.people_import";
 
-/// The bulk actions, in the order the dashboard offers them.
-pub const ALL: [&str; 5] = [EXPORT, PROGRAM_STATUS_CHANGE, WATCH, UNWATCH, EMAIL];
-
-/// The name people see for an action; other components keep their own name.
-pub fn action_label(component: &str) -> &str {
-    match component {
-        EXPORT => "Export",
-        PROGRAM_STATUS_CHANGE => "Change status",
-        WATCH => "Watch",
-        UNWATCH => "Unwatch",
-        EMAIL => "Email",
-        PEOPLE_IMPORT => "Import people",
-        other => other,
+/// The name people see for a task's component: a bulk action's label, "Import people", or
+/// the component's own name.
+pub fn component_label(component: &str) -> &str {
+    match ActionKind::of_component(component) {
+        Some(kind) => kind.label(),
+        None if component == PEOPLE_IMPORT => "Import people",
+        None => component,
     }
 }
 
@@ -91,10 +172,13 @@ mod tests {
     }
 
     #[test]
-    fn every_action_has_a_label() {
-        for action in ALL {
-            assert_ne!(action_label(action), action);
+    fn every_action_is_found_by_its_component_and_has_a_label() {
+        for kind in ActionKind::ALL {
+            assert_eq!(ActionKind::of_component(kind.component()), Some(kind));
+            assert_eq!(component_label(kind.component()), kind.label());
         }
-        assert_eq!(action_label("example.hello"), "example.hello");
+        assert_eq!(component_label(PEOPLE_IMPORT), "Import people");
+        assert_eq!(component_label("example.hello"), "example.hello");
+        assert_eq!(ActionKind::of_component("example.hello"), None);
     }
 }

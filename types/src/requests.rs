@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::actions::ActionKind;
 use crate::export::ExportColumn;
 use crate::filter::PersonFilter;
 
@@ -113,4 +114,105 @@ pub struct EmailRequest {
     #[serde(flatten, skip_serializing)]
     #[cfg_attr(feature = "openapi", schema(ignore))]
     pub unknown: UnknownFields,
+}
+
+/// `POST /api/1/caseload/unwatches`: the same fields as a watch.
+pub type UnwatchRequest = WatchRequest;
+
+/// A request for one of the bulk actions: what each endpoint of the JSON API reads, and what
+/// the dashboard sends, so both doors ask in the same words and are checked by the same
+/// code (`caseload::actions::submit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionRequest {
+    Export(ExportRequest),
+    ProgramStatusChange(StatusChangeRequest),
+    Watch(WatchRequest),
+    Unwatch(UnwatchRequest),
+    Email(EmailRequest),
+}
+
+impl ActionRequest {
+    /// The action asked for.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            ActionRequest::Export(_) => ActionKind::Export,
+            ActionRequest::ProgramStatusChange(_) => ActionKind::ProgramStatusChange,
+            ActionRequest::Watch(_) => ActionKind::Watch,
+            ActionRequest::Unwatch(_) => ActionKind::Unwatch,
+            ActionRequest::Email(_) => ActionKind::Email,
+        }
+    }
+
+    /// Who the request targets.
+    pub fn target(&self) -> &TargetRequest {
+        match self {
+            ActionRequest::Export(request) => &request.target,
+            ActionRequest::ProgramStatusChange(request) => &request.target,
+            ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => &request.target,
+            ActionRequest::Email(request) => &request.target,
+        }
+    }
+
+    /// The request with `target` and `schedule` in place of its own: how the dashboard
+    /// puts a form's fields and a selection together.
+    pub fn with(mut self, target: TargetRequest, schedule: ScheduleRequest) -> Self {
+        let (own_target, own_schedule) = match &mut self {
+            ActionRequest::Export(request) => (&mut request.target, &mut request.schedule),
+            ActionRequest::ProgramStatusChange(request) => {
+                (&mut request.target, &mut request.schedule)
+            }
+            ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => {
+                (&mut request.target, &mut request.schedule)
+            }
+            ActionRequest::Email(request) => (&mut request.target, &mut request.schedule),
+        };
+        *own_target = target;
+        *own_schedule = schedule;
+        self
+    }
+
+    /// When the request asks the action to run, and how urgently.
+    pub fn schedule(&self) -> ScheduleRequest {
+        match self {
+            ActionRequest::Export(request) => request.schedule,
+            ActionRequest::ProgramStatusChange(request) => request.schedule,
+            ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => request.schedule,
+            ActionRequest::Email(request) => request.schedule,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_takes_the_selection_and_schedule_it_is_given() {
+        let target = TargetRequest {
+            ids: Some(vec![Uuid::from_u128(1)]),
+            ..TargetRequest::default()
+        };
+        let schedule = ScheduleRequest {
+            run_at: None,
+            priority: Some(10),
+        };
+        let request = ActionRequest::Watch(WatchRequest::default()).with(target.clone(), schedule);
+        assert_eq!(request.kind(), ActionKind::Watch);
+        assert_eq!(request.target(), &target);
+        assert_eq!(request.schedule(), schedule);
+    }
+
+    #[test]
+    fn the_wire_form_names_the_action() {
+        let request = ActionRequest::ProgramStatusChange(StatusChangeRequest {
+            to_status: "INACTIVE".into(),
+            reason: "moved".into(),
+            ..StatusChangeRequest::default()
+        });
+        let json = serde_json::to_value(&request).unwrap();
+        assert_eq!(json["program_status_change"]["to_status"], "INACTIVE");
+        let back: ActionRequest = serde_json::from_value(json).unwrap();
+        assert_eq!(back, request);
+    }
 }

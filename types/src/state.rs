@@ -1,22 +1,35 @@
 //! The task state machine: the one status enum, the one [`Transition`] enum every state change
-//! goes through, and the pure [`after_attempt`] decision. Nothing here touches the database.
+//! after the claim goes through, and the pure [`after_attempt`] decision. Nothing here touches
+//! the database. This is the machine's one drawing; the `from` lists of
+//! [`Transition::allowed_from`] are what it draws.
 //!
 //! ```text
-//!               enqueue (inside the caller's transaction)
-//!                     │
-//!    ┌──────────► QUEUED ──(run_at due; claimed)──► SCHEDULING ──(worker starts)──► EXECUTING
-//!    │              ▲  ▲                                 │                             │
-//!    │              │  └──── Retry: transient error, ────┴─────────────────────────────┤
-//!    │              │        panic or timeout with attempts left; rescue of a dead      ├─► COMPLETED
-//!    │              │        node (attempt spent)                                       │
-//!    │              └─────── HandBack: shutdown (attempt not spent) ◄───────────────────┤
-//!    │                                                                                  ├─► FAILURE  (permanent error,
-//!    │                                                                                  │             attempts exhausted)
-//!    │                                                                                  └─► ERROR    (the queue itself
-//!    │                                                                                                failed: unknown component)
-//!    └── Requeue (admin retry) ◄── FAILURE / ERROR / ABANDONED, or a stalled SCHEDULING / EXECUTING
-//!        Abandon (admin): QUEUED / SCHEDULING / EXECUTING / FAILURE / ERROR ──► ABANDONED
+//!   enqueue (inside the caller's transaction)
+//!      │
+//!      ▼
+//!   QUEUED ──claim: run_at due, component not paused──► EXECUTING ──Complete──► COMPLETED
+//!    ▲  ▲                                                   │
+//!    │  └─────────────── Retry / HandBack ──────────────────┼──Fail───► FAILURE
+//!    │                                                      └──Error──► ERROR
+//!    │
+//!    └── Requeue (admin, fresh attempts) ◄── SCHEDULING / EXECUTING (stalled), FAILURE,
+//!                                            ERROR, ABANDONED
+//!
+//!   QUEUED / SCHEDULING / EXECUTING / FAILURE / ERROR ──Abandon (admin)──► ABANDONED
+//!                         (an owner's cancel: from the first three only)
 //! ```
+//!
+//! - The claim is the store's, not a [`Transition`]: one UPDATE takes a task from QUEUED to
+//!   EXECUTING, and SCHEDULING, its first step, is recorded in the task's history only.
+//! - Complete, Retry, HandBack, Fail and Error start from [`TaskStatus::RUNNING`]
+//!   (SCHEDULING or EXECUTING; a row left in SCHEDULING by an older version is treated as
+//!   EXECUTING).
+//! - Retry: a transient error, panic or timeout with attempts left, or a rescue from a dead
+//!   node; the attempt is spent. HandBack: shutdown; the attempt is not spent.
+//! - Fail: a permanent error, the attempts exhausted, a rescue with none left, or a task
+//!   parked after too many crashes. Error: the queue could not run the task (no executor
+//!   for its component).
+//! - COMPLETED is final; no worker moves a task out of FAILURE, ERROR or ABANDONED.
 //!
 //! # Leases
 //! Every task row carries a `lease_version`. Claiming bumps it, and so does every transition
@@ -43,8 +56,9 @@ use uuid::Uuid;
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TaskStatus {
     /// Waiting to run. Enqueue puts a task here; a retry, a rescue, a shutdown hand-back or an
-    /// admin retry put it back. The producer of some node moves it to `Scheduling` once its
-    /// `run_at` is due and its component is not paused.
+    /// admin's requeue put it back. A node's claim moves it to `Executing` (recording
+    /// `Scheduling` in the history only) once its `run_at` is due and its component is not
+    /// paused.
     #[cfg_attr(feature = "sea-orm", sea_orm(string_value = "QUEUED"))]
     Queued,
     /// Claimed by a node (`scheduled_by_process`) that has a free executor slot for it. The
@@ -93,8 +107,21 @@ impl TaskStatus {
     pub const TERMINAL: [TaskStatus; 4] =
         [Self::Completed, Self::Error, Self::Failure, Self::Abandoned];
     /// Statuses of tasks that ended badly: what an administrator looks at, and what the
-    /// generated column `problem_status` holds (NULL for the other statuses).
+    /// derived column `problem_status` holds (NULL for the other statuses).
     pub const PROBLEMS: [TaskStatus; 3] = [Self::Failure, Self::Error, Self::Abandoned];
+
+    /// The status as people read it: "Queued", "Failure".
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Queued => "Queued",
+            Self::Scheduling => "Scheduling",
+            Self::Executing => "Executing",
+            Self::Completed => "Completed",
+            Self::Error => "Error",
+            Self::Failure => "Failure",
+            Self::Abandoned => "Abandoned",
+        }
+    }
 
     /// Whether the status is one of [`TaskStatus::PROBLEMS`].
     pub fn is_problem(&self) -> bool {

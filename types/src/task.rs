@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::actions::{ActionReport, EXPORT};
+use crate::actions::{ActionKind, ActionReport};
+use crate::export::ExportFileState;
 use crate::state::TaskStatus;
 
 /// A task's status and progress. Never its checkpoint, its error detail (admins read that on
@@ -33,6 +34,9 @@ pub struct TaskView {
     /// What a bulk action has done so far (changed, unchanged, skipped people, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<ActionReport>,
+    /// For an export: what the caller may do with its file now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export_file: Option<ExportFileState>,
     pub links: TaskLinks,
 }
 
@@ -43,8 +47,8 @@ pub struct TaskLinks {
     /// Where to follow the task's status.
     #[serde(rename = "self")]
     pub this: String,
-    /// For an export: where its CSV can be downloaded once it is COMPLETED; absent once the
-    /// file has passed its retention.
+    /// For the caller's own export that has not expired: where its CSV can be downloaded
+    /// once it is COMPLETED (see `export_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
 }
@@ -55,11 +59,15 @@ impl TaskView {
         self.run_at > self.created_date + chrono::Duration::seconds(1)
     }
 
-    /// A finished export whose file has passed its retention (deleted, or about to be).
+    /// The bulk action the task runs, if it runs one.
+    pub fn kind(&self) -> Option<ActionKind> {
+        ActionKind::of_component(&self.action)
+    }
+
+    /// A finished export of the caller's whose file has passed its retention (deleted, or
+    /// about to be).
     pub fn export_expired(&self) -> bool {
-        self.action == EXPORT
-            && self.workflow_status == TaskStatus::Completed
-            && self.links.file.is_none()
+        matches!(self.export_file, Some(ExportFileState::Expired { .. }))
     }
 }
 
@@ -167,11 +175,11 @@ pub struct ActOutcome {
 mod tests {
     use super::*;
 
-    fn export(status: TaskStatus, file: Option<&str>) -> TaskView {
+    fn export(status: TaskStatus, export_file: Option<ExportFileState>) -> TaskView {
         let now = Utc::now();
         TaskView {
             id: Uuid::now_v7(),
-            action: EXPORT.into(),
+            action: ActionKind::Export.component().into(),
             summary: "Export 3 people to CSV (all columns)".into(),
             owner_id: Uuid::now_v7(),
             created_date: now,
@@ -185,9 +193,10 @@ mod tests {
             progress_done: 0,
             progress_total: None,
             report: None,
+            export_file,
             links: TaskLinks {
                 this: "/api/1/tasks/x".into(),
-                file: file.map(str::to_owned),
+                file: None,
             },
         }
     }
@@ -223,10 +232,14 @@ mod tests {
     }
 
     #[test]
-    fn an_export_has_expired_once_its_finished_file_has_no_link() {
-        assert!(export(TaskStatus::Completed, None).export_expired());
-        assert!(!export(TaskStatus::Completed, Some("/file")).export_expired());
-        assert!(!export(TaskStatus::Queued, None).export_expired());
+    fn an_export_has_expired_when_its_file_state_says_so() {
+        let now = Utc::now();
+        let expired = Some(ExportFileState::Expired { at: now });
+        assert!(export(TaskStatus::Completed, expired).export_expired());
+        let ready = Some(ExportFileState::Ready { until: now });
+        assert!(!export(TaskStatus::Completed, ready).export_expired());
+        let not_yours = Some(ExportFileState::NotYours);
+        assert!(!export(TaskStatus::Completed, not_yours).export_expired());
     }
 
     #[test]

@@ -238,7 +238,7 @@ pub mod ssr_impl {
     pub async fn health(action: String) -> Result<QueueHealth, AppError> {
         let admin = require_admin().await?;
         let app = state()?;
-        let views = TaskViews::load(&app).await?;
+        let views = TaskViews::load(&app, admin.id).await?;
         let search = problems_query(action_name(&action)?)
             .check()
             .map_err(AppError::invalid_fields)?;

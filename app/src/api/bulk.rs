@@ -1,61 +1,18 @@
 //! Bulk actions from the dashboard: how many people a selection reaches, and submitting an
 //! action over it.
 //!
-//! Submitting goes through `caseload::actions::submit`, the same validation and enqueueing
-//! the JSON API uses, so a request means the same whichever door it comes through. Both
-//! functions take JSON: a target and an action are nested enums, which the default form
-//! encoding cannot express.
+//! The dashboard sends the JSON API's own request (`bulkq_types::requests::ActionRequest`),
+//! checked and enqueued by `caseload::actions::submit` as the API's are, so a request means
+//! the same whichever door it comes through. Both functions take JSON: a target and an
+//! action are nested, which the default form encoding cannot express.
 
-use bulkq_types::export::ExportColumn;
+use bulkq_types::requests::{ActionRequest, TargetRequest};
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::api::caseload::CaseloadQuery;
 use crate::error::AppError;
-
-/// Who a bulk action is for, as the caseload page selected them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum BulkTarget {
-    /// People ticked by hand.
-    People(Vec<Uuid>),
-    /// Everyone the search matches (its page number ignored) within the user's scope,
-    /// evaluated when the task runs. A whole caseload is sent as its search, never as ids.
-    AllMatching(CaseloadQuery),
-}
-
-/// An action with what its form asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub enum BulkAction {
-    /// A CSV with these columns, in this order.
-    Export {
-        columns: Vec<ExportColumn>,
-    },
-    /// A new program status (by code) and why.
-    ChangeStatus {
-        to_status: String,
-        reason: String,
-    },
-    Watch,
-    Unwatch,
-    /// One plain-text message per person, copied to every `cc` address.
-    Email {
-        subject: String,
-        body: String,
-        cc: Vec<String>,
-    },
-}
-
-/// When and how urgently an action runs, as its form set it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BulkSchedule {
-    /// Not before this; at once when absent.
-    pub run_at: Option<chrono::DateTime<chrono::Utc>>,
-    /// Higher runs first among waiting tasks; 0 is normal.
-    pub priority: i32,
-}
 
 /// The priorities the forms offer, as `(value, label)`.
 pub const PRIORITIES: [(i32, &str); 3] = [(0, "Normal"), (10, "High"), (-10, "Low")];
@@ -78,55 +35,48 @@ pub fn export_file_href(task_id: Uuid) -> String {
 /// How many people an action over `target` would affect now: the number of distinct ids, or
 /// the exact number the search matches among the people the user may act on.
 #[server(endpoint = "preview_bulk_target", input = Json)]
-pub async fn preview_bulk_target(target: BulkTarget) -> Result<u64, AppError> {
+pub async fn preview_bulk_target(target: TargetRequest) -> Result<u64, AppError> {
     crate::api::ssr::respond(ssr_impl::preview(target)).await
 }
 
-/// Validates `action` over `target` and enqueues its task, owned by and run as the user.
-/// Invalid fields come back as one [`AppError::Invalid`] naming each of them (422).
+/// Validates `request` and enqueues its task, owned by and run as the user. Invalid fields
+/// come back as one [`AppError::Invalid`] naming each of them (422).
 ///
 /// `idempotency_key` names this submission: sent again with the same key (a retry, a double
 /// click), it answers with the task the first one made instead of making another.
 #[server(endpoint = "submit_bulk_action", input = Json)]
 pub async fn submit_bulk_action(
-    target: BulkTarget,
-    action: BulkAction,
-    #[server(default)] schedule: BulkSchedule,
+    request: ActionRequest,
     #[server(default)] idempotency_key: Option<String>,
 ) -> Result<SubmittedTask, AppError> {
-    crate::api::ssr::respond(ssr_impl::submit(target, action, schedule, idempotency_key)).await
+    crate::api::ssr::respond(ssr_impl::submit(request, idempotency_key)).await
 }
 
 #[cfg(feature = "ssr")]
 pub mod ssr_impl {
     use std::collections::HashSet;
 
-    use bulkq_types::actions::action_label;
-    use bulkq_types::requests::{
-        EmailRequest, ExportRequest, FieldErrors, ScheduleRequest, StatusChangeRequest,
-        TargetRequest, WatchRequest,
-    };
+    use bulkq_types::actions::component_label;
+    use bulkq_types::requests::FieldErrors;
     use caseload::access::Actor;
     use caseload::actions::idempotency::IdempotencyKey;
     use caseload::actions::spec::SubmitError;
+    use caseload::actions::submit as enqueue;
     use caseload::actions::target::MAX_TARGET_IDS;
-    use caseload::actions::{ActionRequest, submit as enqueue};
     use caseload::users::StaffUser;
     use queue::Task;
 
     use super::*;
-    use crate::api::caseload::ssr_impl::person_filter;
     use crate::api::ssr::{AppState, require_user, state};
 
-    pub async fn preview(target: BulkTarget) -> Result<u64, AppError> {
+    pub async fn preview(target: TargetRequest) -> Result<u64, AppError> {
         let user = require_user().await?;
-        match target {
-            BulkTarget::People(ids) => {
+        match (target.ids, target.query) {
+            (Some(ids), None) => {
                 check_id_count(ids.len())?;
                 Ok(ids.iter().collect::<HashSet<_>>().len() as u64)
             }
-            BulkTarget::AllMatching(query) => {
-                let filter = person_filter(&query, &user)?;
+            (None, Some(filter)) => {
                 caseload::search::validate_filter(&filter)?;
                 let actor = Actor {
                     id: user.id,
@@ -134,13 +84,14 @@ pub mod ssr_impl {
                 };
                 Ok(caseload::search::count_people(&state()?.db, &filter, &actor).await?)
             }
+            _ => Err(AppError::invalid(
+                "Select some people, or everyone matching a search.",
+            )),
         }
     }
 
     pub async fn submit(
-        target: BulkTarget,
-        action: BulkAction,
-        schedule: BulkSchedule,
+        request: ActionRequest,
         idempotency_key: Option<String>,
     ) -> Result<SubmittedTask, AppError> {
         let user = require_user().await?;
@@ -150,15 +101,10 @@ pub mod ssr_impl {
             .map(IdempotencyKey::parse)
             .transpose()
             .map_err(|problem| AppError::invalid(format!("Submission: {problem}.")))?;
-        let schedule = ScheduleRequest {
-            run_at: schedule.run_at,
-            priority: Some(schedule.priority),
-        };
-        let request = action_request(target_request(target, &user)?, action, schedule)?;
         let task = submit_action(&state, &user, request, key.as_ref()).await?;
         Ok(SubmittedTask {
             id: task.id,
-            label: action_label(&task.execution_component_name).to_owned(),
+            label: component_label(&task.execution_component_name).to_owned(),
             href: format!("/tasks/{}", task.id),
         })
     }
@@ -182,64 +128,6 @@ pub mod ssr_impl {
             )));
         }
         Ok(())
-    }
-
-    fn target_request(target: BulkTarget, user: &StaffUser) -> Result<TargetRequest, AppError> {
-        Ok(match target {
-            BulkTarget::People(ids) => {
-                check_id_count(ids.len())?;
-                TargetRequest {
-                    ids: Some(ids),
-                    ..TargetRequest::default()
-                }
-            }
-            BulkTarget::AllMatching(query) => TargetRequest {
-                query: Some(person_filter(&query, user)?),
-                ..TargetRequest::default()
-            },
-        })
-    }
-
-    fn action_request(
-        target: TargetRequest,
-        action: BulkAction,
-        schedule: ScheduleRequest,
-    ) -> Result<ActionRequest, AppError> {
-        Ok(match action {
-            BulkAction::Export { columns } => ActionRequest::Export(ExportRequest {
-                target,
-                columns: Some(columns),
-                schedule,
-                ..ExportRequest::default()
-            }),
-            BulkAction::ChangeStatus { to_status, reason } => {
-                ActionRequest::ProgramStatusChange(StatusChangeRequest {
-                    target,
-                    to_status,
-                    reason,
-                    schedule,
-                    ..StatusChangeRequest::default()
-                })
-            }
-            BulkAction::Watch => ActionRequest::Watch(WatchRequest {
-                target,
-                schedule,
-                ..WatchRequest::default()
-            }),
-            BulkAction::Unwatch => ActionRequest::Unwatch(WatchRequest {
-                target,
-                schedule,
-                ..WatchRequest::default()
-            }),
-            BulkAction::Email { subject, body, cc } => ActionRequest::Email(EmailRequest {
-                target,
-                subject,
-                body,
-                cc,
-                schedule,
-                ..EmailRequest::default()
-            }),
-        })
     }
 
     /// One mapping for both doors: the message names each field as the forms label it,

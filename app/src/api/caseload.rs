@@ -1,6 +1,7 @@
-//! Caseload search for the dashboard; bulk actions over a search reuse its filter
-//! ([`crate::api::bulk`]).
+//! Caseload search for the dashboard; a bulk action over everyone a search matches targets
+//! the filter the search ran ([`CaseloadResults::filter`]).
 
+use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::PersonPage;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -36,9 +37,17 @@ pub struct ProgramStatusOption {
     pub name: String,
 }
 
+/// A page of a caseload search, and the filter it ran: what a bulk action over everyone the
+/// search matches targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseloadResults {
+    pub page: PersonPage,
+    pub filter: PersonFilter,
+}
+
 /// Searches the caseload: people matching the query, 50 a page, in name order.
 #[server(endpoint = "search_caseload")]
-pub async fn search_caseload(query: CaseloadQuery) -> Result<PersonPage, AppError> {
+pub async fn search_caseload(query: CaseloadQuery) -> Result<CaseloadResults, AppError> {
     crate::api::ssr::respond(ssr_impl::search(query)).await
 }
 
@@ -50,7 +59,6 @@ pub async fn list_program_statuses() -> Result<Vec<ProgramStatusOption>, AppErro
 
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr_impl {
-    use bulkq_types::filter::PersonFilter;
     use bulkq_types::people::PageRequest;
     use caseload::users::StaffUser;
 
@@ -79,14 +87,15 @@ pub(crate) mod ssr_impl {
         })
     }
 
-    pub async fn search(query: CaseloadQuery) -> Result<PersonPage, AppError> {
+    pub async fn search(query: CaseloadQuery) -> Result<CaseloadResults, AppError> {
         let user = require_user().await?;
         let filter = person_filter(&query, &user)?;
         let page = PageRequest {
             page: query.page,
             page_size: PAGE_SIZE,
         };
-        Ok(caseload::search::search_people(&db()?, &filter, page).await?)
+        let page = caseload::search::search_people(&db()?, &filter, page).await?;
+        Ok(CaseloadResults { page, filter })
     }
 
     pub async fn program_statuses() -> Result<Vec<ProgramStatusOption>, AppError> {

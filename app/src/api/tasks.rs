@@ -40,10 +40,10 @@ pub async fn act_on_tasks(request: ActRequest) -> Result<ActOutcome, AppError> {
 
 #[cfg(feature = "ssr")]
 pub mod ssr_impl {
-    use bulkq_types::actions::EXPORT;
+    use bulkq_types::export::ExportFileState;
     use bulkq_types::task::{TaskLinks, TaskSelection};
     use bulkq_types::task_query::{COUNT_CAP, TaskSearch};
-    use caseload::actions::export_files::{export_expired, export_expires_at};
+    use caseload::actions::export_files::export_file_state;
     use caseload::actions::summary::{StatusNames, summarize};
     use caseload::users::{Role, StaffUser};
     use queue::{BulkOutcome, Page, Store, Task, TaskFilter, TaskSelector};
@@ -64,7 +64,7 @@ pub mod ssr_impl {
             limit: search.limit,
         };
         let found = app.store.task_page(&filter, page, COUNT_CAP).await?;
-        let views = TaskViews::load(app).await?;
+        let views = TaskViews::load(app, user.id).await?;
         Ok(TaskPage {
             tasks: found
                 .tasks
@@ -206,15 +206,9 @@ pub mod ssr_impl {
         let app = state()?;
         let task = visible_task(&app.store, &user, id).await?;
         let history = app.store.task_history(id).await?;
-        let views = TaskViews::load(&app).await?;
-        let export_file = (task.owner_id == user.id
-            && task.execution_component_name == EXPORT
-            && task.workflow_status == TaskStatus::Completed)
-            .then(|| views.export_file(&task))
-            .flatten();
+        let views = TaskViews::load(&app, user.id).await?;
         let people_import = super::detail_impl::import_report(&task);
         Ok(TaskDetail {
-            export_file,
             people_import,
             spec_summary: super::detail_impl::summarize_spec(&task.execution_spec),
             error_detail: task.workflow_status_desc.clone().filter(|_| is_admin),
@@ -252,44 +246,33 @@ pub mod ssr_impl {
         Ok(outcome.changed == 1)
     }
 
-    /// What turning tasks into the one view needs, read once per request: the export
-    /// retention and the time (is an export's file still there to link to?), and the
+    /// What turning tasks into the one view needs, read once per request: who is looking
+    /// and when (may they download an export's file?), the export retention, and the
     /// program statuses' names for the requests' summaries.
     pub struct TaskViews {
+        viewer: uuid::Uuid,
         export_retention: std::time::Duration,
         now: chrono::DateTime<chrono::Utc>,
         statuses: StatusNames,
     }
 
     impl TaskViews {
-        pub async fn load(state: &AppState) -> Result<Self, AppError> {
+        pub async fn load(state: &AppState, viewer: uuid::Uuid) -> Result<Self, AppError> {
             Ok(TaskViews {
+                viewer,
                 export_retention: state.bulk.export_retention,
                 now: state.store.clock().now(),
                 statuses: StatusNames::load(&state.db).await?,
             })
         }
 
-        /// A completed export's file: downloadable until its retention has passed, judged at
-        /// the same moment as the view's link to it.
-        fn export_file(&self, task: &Task) -> Option<ExportFile> {
-            let expires = export_expires_at(task, self.export_retention)?;
-            Some(if expires <= self.now {
-                ExportFile::Expired {
-                    at: expires.to_rfc3339(),
-                }
-            } else {
-                ExportFile::Available {
-                    href: crate::api::bulk::export_file_href(task.id),
-                    until: expires.to_rfc3339(),
-                }
-            })
-        }
-
         /// A task as both doors show it.
         pub fn view(&self, task: Task) -> TaskView {
+            let export_file =
+                export_file_state(&task, self.viewer, self.export_retention, self.now);
             TaskView {
-                links: task_links(&task, self.export_retention, self.now),
+                links: task_links(&task, export_file),
+                export_file,
                 report: caseload::actions::task_report(&task),
                 summary: summarize(&task, &self.statuses),
                 id: task.id,
@@ -309,18 +292,17 @@ pub mod ssr_impl {
         }
     }
 
-    /// The task's own address and, for an export whose file has not expired, its file's.
-    fn task_links(
-        task: &Task,
-        export_retention: std::time::Duration,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> TaskLinks {
+    /// The task's own address and, for the viewer's own export that has not expired, its
+    /// file's (downloadable once the export completes).
+    fn task_links(task: &Task, export_file: Option<ExportFileState>) -> TaskLinks {
         let id = task.id;
+        let file = matches!(
+            export_file,
+            Some(ExportFileState::Ready { .. } | ExportFileState::NotFinished)
+        );
         TaskLinks {
             this: format!("/api/1/tasks/{id}"),
-            file: (task.execution_component_name == EXPORT
-                && !export_expired(task, export_retention, now))
-            .then(|| crate::api::bulk::export_file_href(id)),
+            file: file.then(|| crate::api::bulk::export_file_href(id)),
         }
     }
 }
@@ -361,19 +343,8 @@ pub struct TaskDetail {
     pub history: Vec<HistoryEntry>,
     /// Whether the viewer may retry or abandon tasks (admins).
     pub can_repair: bool,
-    /// The file of a completed export, for its owner.
-    pub export_file: Option<ExportFile>,
     /// What a people import has done, and where its error report is.
     pub people_import: Option<bulkq_types::people_import::ImportReport>,
-}
-
-/// A completed export's file, as its owner sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ExportFile {
-    /// Downloadable at `href` until `until` (RFC 3339).
-    Available { href: String, until: String },
-    /// Past its retention since `at` (RFC 3339): deleted, not downloadable.
-    Expired { at: String },
 }
 
 impl TaskDetail {

@@ -3,7 +3,7 @@
 //! Staff get a 403 page. The page refreshes itself from the live task stream.
 
 use bulkq_types::TaskStatus;
-use bulkq_types::actions::action_label;
+use bulkq_types::actions::component_label;
 use bulkq_types::task::{TaskAct, TaskSelection};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -136,7 +136,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
                         let paused = row.paused;
                         view! {
                             <tr>
-                                <td>{action_label(&row.action).to_owned()}</td>
+                                <td>{component_label(&row.action).to_owned()}</td>
                                 {row.counts.iter().map(|c| view! { <td>{format::count(*c as u64)}</td> }).collect_view()}
                                 <td>
                                     <button
@@ -341,7 +341,7 @@ fn Problems(
                     let value = name.clone();
                     view! {
                         <option value=name.clone() selected=move || action_filter.get() == value>
-                            {action_label(&name).to_owned()}
+                            {component_label(&name).to_owned()}
                         </option>
                     }
                 }).collect_view()}

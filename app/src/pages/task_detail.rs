@@ -4,9 +4,8 @@
 //! stream, so it changes as the task runs.
 
 use bulkq_types::TaskStatus;
-use bulkq_types::actions::{
-    ActionReport, EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label,
-};
+use bulkq_types::actions::{ActionKind, ActionReport, component_label};
+use bulkq_types::export::ExportFileState;
 use bulkq_types::task::TaskAct;
 use bulkq_types::words::progress_words;
 use leptos::prelude::*;
@@ -14,7 +13,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use crate::api::tasks::{ActOnTask, ExportFile, TaskDetail, TaskUpdate, get_task_detail};
+use crate::api::tasks::{ActOnTask, TaskDetail, TaskUpdate, get_task_detail};
 use crate::components::feedback::ErrorMessage;
 use crate::components::pace::Pace;
 use crate::components::scheduled_for::ScheduledFor;
@@ -114,7 +113,7 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
         }
     };
     view! {
-        <h1>{action_label(&detail.task.action).to_owned()} " task"</h1>
+        <h1>{component_label(&detail.task.action).to_owned()} " task"</h1>
         <p class="task-summary" data-testid="task-summary">{detail.task.summary.clone()}</p>
         <dl class="facts">
             <dt>"Status"</dt>
@@ -146,24 +145,24 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
                     .collect_view()}
             </dl>
         </details>
-        {detail.export_file.map(|file| match file {
-            ExportFile::Available { href, until } => view! {
+        {detail.task.export_file.and_then(|file| match (file, detail.task.links.file.clone()) {
+            (ExportFileState::Ready { until }, Some(href)) => Some(view! {
                 <p>
                     <a class="download" href=href download="">"Download the CSV"</a>
-                    " "<small>{format!("(available until {})", format::minute(&until))}</small>
+                    " "<small>{format!("(available until {})", format::minute(&until.to_rfc3339()))}</small>
                 </p>
-            }.into_any(),
-            ExportFile::Expired { at } => view! {
+            }.into_any()),
+            (ExportFileState::Expired { at }, _) => Some(view! {
                 <p class="expired" data-testid="export-expired">
-                    {format!("This export expired on {}; its file was deleted. Run the export again for a fresh copy.", format::minute(&at))}
+                    {format!("This export expired on {}; its file was deleted. Run the export again for a fresh copy.", format::minute(&at.to_rfc3339()))}
                 </p>
-            }.into_any(),
+            }.into_any()),
+            (ExportFileState::Ready { .. } | ExportFileState::NotFinished | ExportFileState::NotYours, _) => None,
         })}
         {detail.people_import.map(|import| view! { <ImportOutcome import /> })}
-        {detail.task.report.map(|report| {
-            let action = detail.task.action.clone();
+        {detail.task.kind().zip(detail.task.report).map(|(kind, report)| {
             let finished = detail.task.workflow_status.is_terminal();
-            view! { <Report action report finished /> }
+            view! { <Report kind report finished /> }
         })}
         {offers(TaskAct::Cancel).then(|| act_form(TaskAct::Cancel, view! {
             <button type="submit" class="danger" data-testid="cancel-task">"Cancel task"</button>
@@ -213,7 +212,7 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
 /// What the action has done (so far, unless `finished`): the counts that apply to it, and a
 /// few of the people it could not act on.
 #[component]
-fn Report(action: String, report: ActionReport, finished: bool) -> impl IntoView {
+fn Report(kind: ActionKind, report: ActionReport, finished: bool) -> impl IntoView {
     let skipped: Vec<_> = report
         .forbidden_sample
         .iter()
@@ -223,7 +222,7 @@ fn Report(action: String, report: ActionReport, finished: bool) -> impl IntoView
     view! {
         <h2>{if finished { "Result" } else { "Result so far" }}</h2>
         <dl class="facts report" data-testid="report">
-            {report_lines(&action, &report)
+            {report_lines(kind, &report)
                 .into_iter()
                 .map(|(label, count)| view! {
                     <dt>{label}</dt>
@@ -244,19 +243,16 @@ fn Report(action: String, report: ActionReport, finished: bool) -> impl IntoView
 /// shown, and what it left as it was except for an export (which leaves nothing); email's
 /// own counts are always shown, as they are what its owner looks for; the rest only when
 /// they happened.
-fn report_lines(action: &str, report: &ActionReport) -> Vec<(&'static str, u64)> {
-    let is_email = action == EMAIL;
-    let (changed, unchanged) = match action {
-        EXPORT => ("Rows exported", "Unchanged"),
-        PROGRAM_STATUS_CHANGE => ("Status changed", "Already in that status"),
-        WATCH => ("Now watched", "Already watched"),
-        UNWATCH => ("No longer watched", "Were not watched"),
-        EMAIL => ("Sent", "Already handled by an earlier attempt"),
-        _ => ("Done", "Unchanged"),
-    };
+fn report_lines(kind: ActionKind, report: &ActionReport) -> Vec<(&'static str, u64)> {
+    let words = kind.report_words();
+    let is_email = words.sends_email;
     [
-        (changed, report.changed, true),
-        (unchanged, report.unchanged, action != EXPORT),
+        (words.changed, report.changed, true),
+        (
+            words.unchanged.unwrap_or("Unchanged"),
+            report.unchanged,
+            words.unchanged.is_some(),
+        ),
         ("Not yours to act on", report.forbidden, false),
         ("No such person", report.unknown, false),
         ("No email address", report.without_address, is_email),
@@ -281,7 +277,7 @@ mod tests {
             ..ActionReport::default()
         };
         assert_eq!(
-            report_lines(PROGRAM_STATUS_CHANGE, &report),
+            report_lines(ActionKind::ProgramStatusChange, &report),
             [
                 ("Status changed", 3),
                 ("Already in that status", 0),
@@ -289,11 +285,11 @@ mod tests {
             ]
         );
         assert_eq!(
-            report_lines(EXPORT, &report),
+            report_lines(ActionKind::Export, &report),
             [("Rows exported", 3), ("Not yours to act on", 1)]
         );
         assert_eq!(
-            report_lines(EMAIL, &ActionReport::default()),
+            report_lines(ActionKind::Email, &ActionReport::default()),
             [
                 ("Sent", 0),
                 ("Already handled by an earlier attempt", 0),

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use bulkq_types::TaskStatus;
-use bulkq_types::actions::{self, EXPORT, action_label};
+use bulkq_types::actions::{ActionKind, component_label};
 use bulkq_types::task::{TaskAct, TaskSelection, TaskView};
 use bulkq_types::task_query::{TaskPage, TaskQuery};
 use bulkq_types::words::progress_words;
@@ -19,7 +19,6 @@ use leptos_router::hooks::use_location;
 use uuid::Uuid;
 
 use crate::api::auth::get_current_user;
-use crate::api::bulk::export_file_href;
 use crate::api::tasks::{TaskUpdate, list_tasks};
 use crate::components::feedback::ErrorMessage;
 use crate::components::pace::Pace;
@@ -39,17 +38,29 @@ enum Scope {
     Everyone,
 }
 
-/// The status filter's choices: `(label, value)`; groups are several statuses at once.
-const STATUS_CHOICES: [(&str, &str); 8] = [
-    ("Unfinished", "QUEUED,SCHEDULING,EXECUTING"),
-    ("Queued", "QUEUED"),
-    ("Running", "SCHEDULING,EXECUTING"),
-    ("Completed", "COMPLETED"),
-    ("Ended badly", "FAILURE,ERROR,ABANDONED"),
-    ("Failure", "FAILURE"),
-    ("Error", "ERROR"),
-    ("Abandoned", "ABANDONED"),
+/// The status filter's choices, in order: groups of statuses with their label, and single
+/// statuses (labelled by their name).
+const STATUS_CHOICES: [(Option<&str>, &[TaskStatus]); 8] = [
+    (Some("Unfinished"), &TaskStatus::ACTIVE),
+    (None, &[TaskStatus::Queued]),
+    (Some("Running"), &TaskStatus::RUNNING),
+    (None, &[TaskStatus::Completed]),
+    (Some("Ended badly"), &TaskStatus::PROBLEMS),
+    (None, &[TaskStatus::Failure]),
+    (None, &[TaskStatus::Error]),
+    (None, &[TaskStatus::Abandoned]),
 ];
+
+/// A status choice's label and its value in the URL (`FAILURE,ERROR,ABANDONED`).
+fn status_choice(
+    (label, statuses): (Option<&'static str>, &[TaskStatus]),
+) -> (&'static str, String) {
+    let value: Vec<&str> = statuses.iter().map(|status| status.as_str()).collect();
+    (
+        label.unwrap_or_else(|| statuses[0].label()),
+        value.join(","),
+    )
+}
 
 /// `/tasks`: the signed-in user's tasks.
 #[component]
@@ -160,15 +171,15 @@ fn Filters(query: TaskQuery, scope: Scope, is_admin: bool) -> impl IntoView {
                 <label for="filter-status">"Status"</label>
                 <select id="filter-status" name="status">
                     <option value="">"Any status"</option>
-                    {STATUS_CHOICES.map(|(label, value)| view! {
-                        <option value=value selected=status == value>{label}</option>
+                    {STATUS_CHOICES.map(status_choice).map(|(label, value)| view! {
+                        <option value=value.clone() selected=status == value>{label}</option>
                     }).collect_view()}
                 </select>
                 <label for="filter-action">"Action"</label>
                 <select id="filter-action" name="action">
                     <option value="">"Any action"</option>
-                    {actions::ALL.map(|name| view! {
-                        <option value=name selected=action == name>{action_label(name)}</option>
+                    {ActionKind::ALL.map(|kind| view! {
+                        <option value=kind.component() selected=action == kind.component()>{kind.label()}</option>
                     }).collect_view()}
                 </select>
                 {(scope == Scope::Everyone && is_admin).then(|| view! {
@@ -331,7 +342,7 @@ fn TaskItem(
         progress_words(update.status, update.progress_done, update.progress_total)
     };
     let started = task.execution_started_date;
-    let is_export = task.action == EXPORT;
+    let export_href = task.links.file.clone();
     let export_expired = task.export_expired();
     let scheduled = task.is_scheduled();
     let run_at = task.run_at.to_rfc3339();
@@ -345,7 +356,7 @@ fn TaskItem(
                     prop:checked=move || ticks.is_ticked(id)
                     on:change=move |ev| ticks.tick(id, event_target_checked(&ev))
                 />
-                <a class="task-action" href=format!("/tasks/{id}")>{action_label(&task.action).to_owned()}</a>
+                <a class="task-action" href=format!("/tasks/{id}")>{component_label(&task.action).to_owned()}</a>
                 <span class="task-target" data-testid="task-target">{target}</span>
                 <span class=move || format!("badge badge-{}", status().as_str().to_lowercase()) data-testid="task-status">
                     {move || status().as_str()}
@@ -368,12 +379,9 @@ fn TaskItem(
                 {task.workflow_stopped_date.map(|finished| finished.to_rfc3339()).map(|finished| view! {
                     <time datetime=finished.clone()>{format!("Finished {}", format::minute(&finished))}</time>
                 })}
-                <Show when=move || is_export && status() == TaskStatus::Completed>
-                    {if export_expired {
-                        view! { <span class="expired">"Expired"</span> }.into_any()
-                    } else {
-                        view! { <a href=export_file_href(id) download="">"Download CSV"</a> }.into_any()
-                    }}
+                <Show when=move || status() == TaskStatus::Completed>
+                    {export_href.clone().map(|href| view! { <a href=href download="">"Download CSV"</a> })}
+                    {export_expired.then(|| view! { <span class="expired">"Expired"</span> })}
                 </Show>
             </div>
         </li>

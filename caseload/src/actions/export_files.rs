@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bulkq_types::actions::ActionKind;
+use bulkq_types::export::{ExportFileState, ExportTask, expires_at};
 use chrono::{DateTime, Utc};
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
 use queue::{Store, Task};
@@ -22,19 +24,28 @@ pub fn export_file(exports_dir: &Path, task_id: Uuid) -> PathBuf {
     exports_dir.join(format!("{task_id}.csv"))
 }
 
-/// When a stopped export's file expires; `None` while the task has not stopped.
-pub fn export_expires_at(task: &Task, retention: Duration) -> Option<DateTime<Utc>> {
-    let retention = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
-    task.workflow_stopped_date.map(|stopped| {
-        stopped
-            .checked_add_signed(retention)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)
-    })
+/// What `viewer` may do with `task`'s export file at `now` ([`ExportFileState::of`]);
+/// `None` for a task that is not an export.
+pub fn export_file_state(
+    task: &Task,
+    viewer: Uuid,
+    retention: Duration,
+    now: DateTime<Utc>,
+) -> Option<ExportFileState> {
+    let export = ExportTask {
+        owner_id: task.owner_id,
+        status: task.workflow_status,
+        stopped: task.workflow_stopped_date,
+    };
+    (ActionKind::of_component(&task.execution_component_name) == Some(ActionKind::Export))
+        .then(|| ExportFileState::of(export, viewer, retention, now))
 }
 
-/// Whether the export's file has expired at `now` (it may not be deleted yet).
-pub fn export_expired(task: &Task, retention: Duration, now: DateTime<Utc>) -> bool {
-    export_expires_at(task, retention).is_some_and(|expires| expires <= now)
+/// Whether the task's file (if it made one) has expired at `now`: it stopped longer than
+/// `retention` ago. It may not be deleted yet.
+fn file_expired(task: &Task, retention: Duration, now: DateTime<Utc>) -> bool {
+    task.workflow_stopped_date
+        .is_some_and(|stopped| expires_at(stopped, retention) <= now)
 }
 
 /// The export files on disk: how many and how many bytes (for Queue health).
@@ -121,7 +132,7 @@ pub async fn delete_expired(
     let mut deleted = 0;
     for (id, path) in export_files(exports_dir)? {
         let keep = match store.task_get(id).await? {
-            Some(task) => !export_expired(&task, retention, now),
+            Some(task) => !file_expired(&task, retention, now),
             None => false,
         };
         if keep {

@@ -24,9 +24,7 @@ mod walk;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bulkq_types::actions::{
-    ActionReport, EMAIL, EXPORT, PEOPLE_IMPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH,
-};
+use bulkq_types::actions::{ActionKind, ActionReport, PEOPLE_IMPORT};
 use queue::{Registry, Task};
 
 use crate::CaseloadError;
@@ -39,7 +37,7 @@ use executors::watches::{UnwatchExecutor, WatchExecutor};
 pub use export_files::export_file;
 use pace::SharedPace;
 pub use pace::{POSTGRES_BATCH_TIME_DEFAULT, SQLITE_BATCH_TIME_DEFAULT, batch_time_default};
-pub use submit::{ActionRequest, submit};
+pub use submit::submit;
 
 /// The most people per batch (and per checkpoint) when the configuration names no other
 /// number; while people are writing, batches are sized by elapsed time (`pace.rs`). Big
@@ -87,32 +85,32 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             config.email_log_retention,
         ))
         .register(
-            EXPORT,
+            ActionKind::Export.component(),
             ExportExecutor {
                 exports_dir: config.exports_dir,
                 pace: pace(batch_size),
             },
         )
         .register(
-            PROGRAM_STATUS_CHANGE,
+            ActionKind::ProgramStatusChange.component(),
             StatusChangeExecutor {
                 pace: pace(batch_size),
             },
         )
         .register(
-            WATCH,
+            ActionKind::Watch.component(),
             WatchExecutor {
                 pace: pace(batch_size),
             },
         )
         .register(
-            UNWATCH,
+            ActionKind::Unwatch.component(),
             UnwatchExecutor {
                 pace: pace(batch_size),
             },
         )
         .register(
-            EMAIL,
+            ActionKind::Email.component(),
             EmailExecutor {
                 mailer: config.mailer,
                 pace: pace(batch_size.min(EMAIL_BATCH_MAX)),
@@ -137,9 +135,7 @@ pub fn executors_for_import(registry: &mut Registry, batch_size: u64) {
 /// What a bulk-action task has done so far, for its owner; `None` for other tasks or before
 /// its first batch.
 pub fn task_report(task: &Task) -> Option<ActionReport> {
-    if !task.execution_component_name.starts_with("caseload.") {
-        return None;
-    }
+    ActionKind::of_component(&task.execution_component_name)?;
     let report = task.execution_state.get("report")?;
     serde_json::from_value(report.clone()).ok()
 }

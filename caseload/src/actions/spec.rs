@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use bulkq_types::actions::{EMAIL, EXPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH};
+use bulkq_types::actions::ActionKind;
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::{
@@ -206,7 +206,7 @@ pub fn export_task(
         columns: options.columns,
         row_cap: options.row_cap,
     };
-    new_task(EXPORT, &spec.target, &spec, user, schedule)
+    new_task(ActionKind::Export, &spec.target, &spec, user, schedule)
 }
 
 /// Validates a status change request (the status must exist: read through `db`).
@@ -241,7 +241,13 @@ pub async fn status_change_task<C: ConnectionTrait>(
         target: checked(target, errors)?,
         change,
     };
-    new_task(PROGRAM_STATUS_CHANGE, &spec.target, &spec, user, schedule)
+    new_task(
+        ActionKind::ProgramStatusChange,
+        &spec.target,
+        &spec,
+        user,
+        schedule,
+    )
 }
 
 /// Validates a watch request.
@@ -253,7 +259,7 @@ pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, Su
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
-    new_task(WATCH, &spec.target, &spec, user, schedule)
+    new_task(ActionKind::Watch, &spec.target, &spec, user, schedule)
 }
 
 /// Validates an unwatch request; `"all": true` means everyone the user watches.
@@ -269,7 +275,7 @@ pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, 
     let spec = WatchSpec {
         target: checked(target, errors)?,
     };
-    new_task(UNWATCH, &spec.target, &spec, user, schedule)
+    new_task(ActionKind::Unwatch, &spec.target, &spec, user, schedule)
 }
 
 /// Validates an email request.
@@ -293,7 +299,7 @@ pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, Su
         target: checked(target, errors)?,
         content,
     };
-    new_task(EMAIL, &spec.target, &spec, user, schedule)
+    new_task(ActionKind::Email, &spec.target, &spec, user, schedule)
 }
 
 /// What `"all": true` means for most actions: everyone in the run_as user's scope when the
@@ -313,7 +319,7 @@ fn checked(target: Option<Target>, errors: FieldErrors) -> Result<Target, Submit
 /// A task owned by and run as `user`, scheduled as asked; a list target's size is the
 /// progress total up front.
 fn new_task(
-    component: &str,
+    kind: ActionKind,
     target: &Target,
     spec: &impl Serialize,
     user: &StaffUser,
@@ -321,7 +327,7 @@ fn new_task(
 ) -> Result<NewTask, SubmitError> {
     let spec = serde_json::to_value(spec)
         .map_err(|e| SubmitError::Queue(queue::QueueError::Invalid(e.to_string())))?;
-    let mut task = NewTask::new(component, spec, user.id)
+    let mut task = NewTask::new(kind.component(), spec, user.id)
         .with_created_by(user.username.clone())
         .with_priority(schedule.priority.unwrap_or(0));
     if let Some(run_at) = schedule.run_at {

@@ -1,7 +1,7 @@
 //! Submitting a bulk action: validate the request and enqueue its task in one transaction,
 //! for the JSON API and the dashboard alike.
 
-use bulkq_types::requests::{EmailRequest, ExportRequest, StatusChangeRequest, WatchRequest};
+use bulkq_types::requests::ActionRequest;
 use chrono::{DateTime, Utc};
 use queue::{NewTask, QueueError, Store, Task};
 
@@ -10,16 +10,6 @@ use super::spec::{
     SubmitError, email_task, export_task, status_change_task, unwatch_task, watch_task,
 };
 use crate::users::StaffUser;
-
-/// A request for one of the bulk actions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ActionRequest {
-    Export(ExportRequest),
-    ProgramStatusChange(StatusChangeRequest),
-    Watch(WatchRequest),
-    Unwatch(WatchRequest),
-    Email(EmailRequest),
-}
 
 /// Validates `request` and enqueues its task, owned by and run as `user`; `max_row_cap` is
 /// the node's export limit. The task is committed (and the workers woken) when this

@@ -3,9 +3,7 @@
 
 use std::collections::HashMap;
 
-use bulkq_types::actions::{
-    EMAIL, EXPORT, PEOPLE_IMPORT, PROGRAM_STATUS_CHANGE, UNWATCH, WATCH, action_label,
-};
+use bulkq_types::actions::{ActionKind, PEOPLE_IMPORT, component_label};
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::words::{plural, quoted};
@@ -42,29 +40,42 @@ impl StatusNames {
 /// bulk action (or whose spec no longer reads).
 pub fn summarize(task: &Task, statuses: &StatusNames) -> String {
     let spec = &task.execution_spec;
-    let people = |target: &Target| describe_target(target, task, statuses);
-    let summary = match task.execution_component_name.as_str() {
-        EXPORT => read::<ExportSpec>(spec).map(|spec| {
-            let columns = describe_columns(&spec.columns);
-            format!("Export {} to CSV ({columns})", people(&spec.target))
-        }),
-        PROGRAM_STATUS_CHANGE => read::<StatusChangeSpec>(spec).map(|spec| {
-            let status = statuses.name(&spec.change.to_status);
-            format!("Change status of {} to {status}", people(&spec.target))
-        }),
-        WATCH => read::<WatchSpec>(spec).map(|spec| format!("Watch {}", people(&spec.target))),
-        UNWATCH => read::<WatchSpec>(spec).map(|spec| format!("Unwatch {}", people(&spec.target))),
-        EMAIL => read::<EmailSpec>(spec).map(|spec| {
-            let subject = quoted(&spec.content.subject);
-            format!("Email {}: {subject}", people(&spec.target))
-        }),
-        PEOPLE_IMPORT => read::<ImportSpec>(spec).map(|spec| {
+    let component = task.execution_component_name.as_str();
+    let summary = match ActionKind::of_component(component) {
+        Some(kind) => summarize_action(kind, task, statuses),
+        None if component == PEOPLE_IMPORT => read::<ImportSpec>(spec).map(|spec| {
             let sync = if spec.full_sync { " (full sync)" } else { "" };
             format!("Import people from {}{sync}", quoted(&spec.file_name))
         }),
-        _ => None,
+        None => None,
     };
-    summary.unwrap_or_else(|| action_label(&task.execution_component_name).to_owned())
+    summary.unwrap_or_else(|| component_label(component).to_owned())
+}
+
+/// A bulk action's request in one line; `None` if its spec no longer reads.
+fn summarize_action(kind: ActionKind, task: &Task, statuses: &StatusNames) -> Option<String> {
+    let spec = &task.execution_spec;
+    let people = |target: &Target| describe_target(target, task, statuses);
+    match kind {
+        ActionKind::Export => read::<ExportSpec>(spec).map(|spec| {
+            let columns = describe_columns(&spec.columns);
+            format!("Export {} to CSV ({columns})", people(&spec.target))
+        }),
+        ActionKind::ProgramStatusChange => read::<StatusChangeSpec>(spec).map(|spec| {
+            let status = statuses.name(&spec.change.to_status);
+            format!("Change status of {} to {status}", people(&spec.target))
+        }),
+        ActionKind::Watch => {
+            read::<WatchSpec>(spec).map(|spec| format!("Watch {}", people(&spec.target)))
+        }
+        ActionKind::Unwatch => {
+            read::<WatchSpec>(spec).map(|spec| format!("Unwatch {}", people(&spec.target)))
+        }
+        ActionKind::Email => read::<EmailSpec>(spec).map(|spec| {
+            let subject = quoted(&spec.content.subject);
+            format!("Email {}: {subject}", people(&spec.target))
+        }),
+    }
 }
 
 /// The spec as `S`, read in place (no copy of a long id list).
@@ -204,7 +215,7 @@ mod tests {
             },
         };
         assert_eq!(
-            summarize(&task(EMAIL, email, None), &names()),
+            summarize(&task(ActionKind::Email.component(), email, None), &names()),
             "Email 3 people: 'Hello there'"
         );
 
@@ -219,13 +230,20 @@ mod tests {
             },
         };
         assert_eq!(
-            summarize(&task(PROGRAM_STATUS_CHANGE, change, Some(285)), &names()),
+            summarize(
+                &task(
+                    ActionKind::ProgramStatusChange.component(),
+                    change,
+                    Some(285)
+                ),
+                &names()
+            ),
             "Change status of 285 people matching 'ana' to Inactive"
         );
 
         let watch = WatchSpec { target: ids(1) };
         assert_eq!(
-            summarize(&task(WATCH, watch, None), &names()),
+            summarize(&task(ActionKind::Watch.component(), watch, None), &names()),
             "Watch 1 person"
         );
 
@@ -236,7 +254,10 @@ mod tests {
             }),
         };
         assert_eq!(
-            summarize(&task(UNWATCH, my_watch_list, Some(12)), &names()),
+            summarize(
+                &task(ActionKind::Unwatch.component(), my_watch_list, Some(12)),
+                &names()
+            ),
             "Unwatch 12 people they watch"
         );
     }
@@ -249,7 +270,10 @@ mod tests {
             row_cap: 10,
         };
         assert_eq!(
-            summarize(&task(EXPORT, everyone, Some(1_204)), &names()),
+            summarize(
+                &task(ActionKind::Export.component(), everyone, Some(1_204)),
+                &names()
+            ),
             "Export everyone (1,204 people) to CSV (all columns)"
         );
         let some = ExportSpec {
@@ -264,7 +288,7 @@ mod tests {
             row_cap: 10,
         };
         assert_eq!(
-            summarize(&task(EXPORT, some, None), &names()),
+            summarize(&task(ActionKind::Export.component(), some, None), &names()),
             "Export people with an email starting 'ana@', containing 'smith', in GONE, \
              in their caseload to CSV (First name, Email)"
         );
@@ -278,7 +302,14 @@ mod tests {
             "billing.invoice"
         );
         assert_eq!(
-            summarize(&task(EMAIL, serde_json::json!({"target": 1}), None), &names),
+            summarize(
+                &task(
+                    ActionKind::Email.component(),
+                    serde_json::json!({"target": 1}),
+                    None
+                ),
+                &names
+            ),
             "Email"
         );
     }

@@ -21,6 +21,7 @@ use app::api::ssr::AppState;
 use axum::Router;
 use axum::extract::FromRef;
 use axum::routing::{get, post};
+use bulkq_types::actions::ActionKind;
 
 use stream_limit::StreamLimit;
 
@@ -38,7 +39,7 @@ pub struct ApiState {
 
 /// The `/api/1` routes, ready to nest in a router with any state.
 pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
-    Router::new()
+    let routes = Router::new()
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/tasks", get(tasks::list_tasks))
         .route("/tasks/act", post(tasks::act_on_tasks))
@@ -58,16 +59,13 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
         .route("/tasks/{id}", get(tasks::get_task))
         .route("/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/task-events", get(events::task_events))
-        .route("/caseload/exports", post(bulk::post_export))
         .route("/caseload/exports/{id}/file", get(bulk::get_export_file))
-        .route(
-            "/caseload/program-status-changes",
-            post(bulk::post_status_change),
-        )
-        .route("/caseload/watches", post(bulk::post_watch))
-        .route("/caseload/unwatches", post(bulk::post_unwatch))
-        .route("/caseload/emails", post(bulk::post_email))
         .route("/people", post(people::upsert_people))
-        .route("/people/retire", post(people::retire_people))
+        .route("/people/retire", post(people::retire_people));
+    ActionKind::ALL
+        .into_iter()
+        .fold(routes, |routes, kind| {
+            routes.route(kind.api_path(), bulk::submit_route(kind))
+        })
         .with_state(state)
 }

@@ -71,3 +71,23 @@ impl Modify for Credentials {
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
+
+#[cfg(test)]
+mod tests {
+    use bulkq_types::actions::ActionKind;
+
+    use super::*;
+
+    #[test]
+    fn every_action_is_documented_where_it_is_routed() {
+        let doc = ApiDoc::openapi();
+        for kind in ActionKind::ALL {
+            let documented = doc.paths.paths.get(kind.api_path());
+            assert!(
+                documented.and_then(|item| item.post.as_ref()).is_some(),
+                "{kind:?}: POST {} is in the contract",
+                kind.api_path()
+            );
+        }
+    }
+}

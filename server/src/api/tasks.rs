@@ -11,6 +11,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use bulkq_types::task::{ActOutcome, ActRequest, TaskAct, TaskView};
 use bulkq_types::task_query::{TaskPage, TaskQuery};
+use caseload::users::StaffUser;
 use queue::Task;
 use uuid::Uuid;
 
@@ -34,7 +35,7 @@ pub async fn get_task(
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
     let task = visible_task(&state.store, &user.0, id).await?;
-    Ok(Json(view(task, &state).await?))
+    Ok(Json(view(task, &state, &user.0).await?))
 }
 
 /// `POST /api/1/tasks/{id}/cancel`: stops a task that has not finished, the owner's own or,
@@ -59,7 +60,7 @@ pub async fn cancel_task(
         return Err(AppError::Conflict("The task has already finished.".into()));
     }
     let task = visible_task(&state.store, &user.0, id).await?;
-    Ok(Json(view(task, &state).await?))
+    Ok(Json(view(task, &state, &user.0).await?))
 }
 
 /// `POST /api/1/tasks/act`: cancels (owners and admins), retries, requeues or abandons
@@ -107,7 +108,7 @@ pub async fn list_tasks(
     Ok(Json(task_page(&state, &user.0, &query).await?))
 }
 
-/// The one view of a task, as both doors show it.
-pub async fn view(task: Task, state: &AppState) -> Result<TaskView, AppError> {
-    Ok(TaskViews::load(state).await?.view(task))
+/// The one view of a task, as both doors show it to `viewer`.
+pub async fn view(task: Task, state: &AppState, viewer: &StaffUser) -> Result<TaskView, AppError> {
+    Ok(TaskViews::load(state, viewer.id).await?.view(task))
 }

@@ -389,6 +389,19 @@ async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {
     let ada = sign_in_as(&bulk.app, "ada").await;
     let (response, body) = send(&bulk.app, get(&file_link, Some(&ada))).await;
     assert_status(&response, &body, StatusCode::FORBIDDEN);
+    // The same rule in every view: an admin's list offers no link to someone else's file.
+    let (response, body) = send(&bulk.app, get("/api/1/tasks", Some(&ada))).await;
+    assert_status(&response, &body, StatusCode::OK);
+    let listed: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let seen = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|task| task["id"] == id.as_str())
+        .expect("admins list every task")
+        .clone();
+    assert_eq!(seen["links"]["file"], serde_json::Value::Null, "{seen}");
+    assert_eq!(seen["export_file"]["state"], "not_yours", "{seen}");
     let (response, body) = send(&bulk.app, get(&file_link, None)).await;
     assert_status(&response, &body, StatusCode::UNAUTHORIZED);
     let bad = "/api/1/caseload/exports/not-a-uuid/file";
@@ -397,7 +410,7 @@ async fn export_is_downloaded_by_its_owner_only(db: TestDatabase) {
 
     // An export that has not finished yet (its action is paused) is a conflict, not a file.
     bulk.store
-        .component_pause(bulkq_types::actions::EXPORT, "test")
+        .component_pause(bulkq_types::actions::ActionKind::Export.component(), "test")
         .await
         .unwrap();
     let reference = bulk

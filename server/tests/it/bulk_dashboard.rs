@@ -26,8 +26,9 @@ fn call(endpoint: &str, body: Value, cookie: &str) -> Request<Body> {
         .unwrap()
 }
 
-fn all_matching(q: &str, mine: bool) -> Value {
-    json!({"AllMatching": {"q": q, "status": "", "mine": mine, "watched": false, "page": 3}})
+/// Everyone a search for `name` matches, as the dashboard sends it: the filter the search ran.
+fn all_matching(name: &str) -> Value {
+    json!({"query": {"name": name}})
 }
 
 async fn the_confirmation_counts_what_the_action_will_reach(db: TestDatabase) {
@@ -45,36 +46,42 @@ async fn the_confirmation_counts_what_the_action_will_reach(db: TestDatabase) {
         assert_status(&response, &body, StatusCode::OK);
         body.parse::<u64>().unwrap()
     };
-    // All matching counts only the people Sam may act on, whatever page is showing.
-    assert_eq!(count(all_matching("", false)).await, 7);
-    assert_eq!(count(all_matching("theirs", false)).await, 0);
+    // All matching counts only the people Sam may act on.
+    assert_eq!(count(json!({"query": {}})).await, 7);
+    assert_eq!(count(all_matching("theirs")).await, 0);
     // Hand-picked ids count once each.
     let id = uuid::Uuid::now_v7();
-    assert_eq!(count(json!({"People": [id, id]})).await, 1);
+    assert_eq!(count(json!({"ids": [id, id]})).await, 1);
 }
 
 async fn submissions_are_enqueued_or_refused_by_field(db: TestDatabase) {
     let app = app(&db).await;
     let people = insert_people(&db.conn, "Mail", 3, None).await;
     let cookie = sign_in(&app).await;
-    let submit = async |action: Value| {
-        let body = json!({"target": {"People": people}, "action": action});
+    // The JSON API's own request, over the people ticked.
+    let submit = async |action: &str, mut fields: Value| {
+        fields["ids"] = json!(people);
+        let body = json!({"request": {action: fields}});
         send(&app, call("submit_bulk_action", body, &cookie)).await
     };
 
-    let (response, body) = submit(json!({"Email": {
-        "subject": "Hello", "body": "Hi there.", "cc": ["not-an-address"]
-    }}))
+    let (response, body) = submit(
+        "email",
+        json!({"subject": "Hello", "body": "Hi there.", "cc": ["not-an-address"]}),
+    )
     .await;
     assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("Cc"), "{body}");
-    let (response, body) =
-        submit(json!({"ChangeStatus": {"to_status": "NOPE", "reason": ""}})).await;
+    let (response, body) = submit(
+        "program_status_change",
+        json!({"to_status": "NOPE", "reason": ""}),
+    )
+    .await;
     assert_status(&response, &body, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("status") && body.contains("Reason"), "{body}");
     assert_eq!(db.scalar("SELECT COUNT(*) FROM queue_task").await, 0);
 
-    let (response, body) = submit(json!("Watch")).await;
+    let (response, body) = submit("watch", json!({})).await;
     assert_status(&response, &body, StatusCode::OK);
     let task: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(task["label"], "Watch");

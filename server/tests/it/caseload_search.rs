@@ -25,14 +25,18 @@ async fn search_pages_through_the_caseload(db: TestDatabase) {
     let search = |form: &'static str| post_form("/api/search_caseload", form, Some(&cookie));
     let (response, body) = send(&app, search("query[q]=&query[status]=&query[page]=2")).await;
     assert_status(&response, &body, StatusCode::OK);
-    let page: Value = serde_json::from_str(&body).unwrap();
+    let results: Value = serde_json::from_str(&body).unwrap();
+    let page = &results["page"];
     assert_eq!(page["total"], 120);
     assert_eq!(page["page"], 2);
     assert_eq!(page["people"].as_array().unwrap().len(), 20);
+    assert_eq!(results["filter"]["name"], Value::Null, "the filter it ran");
 
     let (response, body) = send(&app, search("query[q]=zzz&query[status]=&query[page]=0")).await;
     assert_status(&response, &body, StatusCode::OK);
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["total"], 0);
+    let results = serde_json::from_str::<Value>(&body).unwrap();
+    assert_eq!(results["page"]["total"], 0);
+    assert_eq!(results["filter"]["name"], "zzz");
 
     let long = format!("query[q]={}&query[status]=&query[page]=0", "a".repeat(201));
     let (response, body) = send(

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use bulkq_types::actions::ActionReport;
 use bulkq_types::filter::PersonFilter;
+use bulkq_types::requests::ActionRequest;
 use bulkq_types::requests::{EmailRequest, StatusChangeRequest, TargetRequest};
-use caseload::actions::{ActionRequest, submit, task_report};
+use caseload::actions::{submit, task_report};
 use caseload::entity::email_send_log as send_log;
 use caseload::people_import::preview::preview;
 use caseload::people_import::start::start_import;

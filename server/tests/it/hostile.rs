@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode, header};
 use axum::routing::get as route_get;
-use bulkq_types::actions::{EXPORT, PROGRAM_STATUS_CHANGE};
+use bulkq_types::actions::ActionKind;
 use caseload::testing::insert_people;
 use caseload::users::Role;
 use http_body_util::BodyExt;
@@ -284,11 +284,11 @@ async fn a_saved_query_too_big_for_the_door_fails_its_task_not_the_node(db: Test
     // executors meet these only when the task runs.
     let specs = [
         (
-            EXPORT,
+            ActionKind::Export.component(),
             json!({"target": {"query": {"name": words(12_000)}}, "columns": ["id"], "row_cap": 1}),
         ),
         (
-            PROGRAM_STATUS_CHANGE,
+            ActionKind::ProgramStatusChange.component(),
             json!({
                 "target": {"query": {"contains": "x".repeat(100_000)}},
                 "change": {"to_status": "INACTIVE", "reason": "hostile"},

@@ -8,11 +8,15 @@
 
 use std::time::{Duration, Instant};
 
+use bulkq_types::filter::PersonFilter;
+use bulkq_types::requests::{StatusChangeRequest, TargetRequest};
+use caseload::actions::spec::status_change_task;
 use caseload::actions::task_report;
-use caseload::users::Role;
+use caseload::users::{Role, StaffUser};
 use migration::Migrator;
 use queue::testing::{Backend, TestDatabase};
 use queue::{Store, TaskStatus};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 use uuid::Uuid;
 
 use crate::cluster::{
@@ -48,10 +52,14 @@ async fn restarting_every_node_in_turn_loses_doubles_and_parks_nothing(db: TestD
     let user = add_user(&db, "deployer", Role::Admin).await;
     let people = people_all_active(&db, small_tasks * PEOPLE_PER_SMALL_TASK + long_change).await;
     let (long, small) = people.split_at(long_change);
-    let mut targets: Vec<Vec<Uuid>> = vec![long.to_vec()];
-    targets.extend(small.chunks(PEOPLE_PER_SMALL_TASK).map(<[_]>::to_vec));
+    let targets: Vec<Vec<Uuid>> = small
+        .chunks(PEOPLE_PER_SMALL_TASK)
+        .map(<[_]>::to_vec)
+        .collect();
     let store = Store::new(db.conn.clone());
-    let task_of_person = enqueue_status_changes(&store, &user, &targets).await;
+    let long_task = enqueue_long_change(&db, &store, &user, long).await;
+    let mut task_of_person = enqueue_status_changes(&store, &user, &targets).await;
+    task_of_person.extend(long.iter().map(|person| (*person, long_task)));
 
     let names: &[&str] = match db.backend {
         Backend::Postgres => &["node-a", "node-b", "node-c"],
@@ -129,6 +137,50 @@ async fn restarting_every_node_in_turn_loses_doubles_and_parks_nothing(db: TestD
         0,
         "a restart is not a crash"
     );
+}
+
+/// Where the long change's people start: a status of their own, so that a saved query
+/// names exactly them (a list of ids is capped at 10,000; a whole caseload goes as a query).
+const LONG_CHANGE_FROM: &str = "WITHDRAWN";
+
+/// Moves `long` (the first people by id) to [`LONG_CHANGE_FROM`] and enqueues the change of
+/// everyone in it to INACTIVE; returns the task's id.
+async fn enqueue_long_change(
+    db: &TestDatabase,
+    store: &Store,
+    user: &StaffUser,
+    long: &[Uuid],
+) -> Uuid {
+    let backend = db.conn.get_database_backend();
+    let last = *long.last().expect("a long change of someone");
+    let sql = format!(
+        "UPDATE person SET program_status = '{LONG_CHANGE_FROM}' WHERE id <= {}",
+        match backend {
+            DbBackend::Postgres => "$1",
+            _ => "?",
+        }
+    );
+    db.conn
+        .execute_raw(Statement::from_sql_and_values(backend, sql, [last.into()]))
+        .await
+        .unwrap();
+    let request = StatusChangeRequest {
+        target: TargetRequest {
+            query: Some(PersonFilter {
+                program_status: Some(LONG_CHANGE_FROM.into()),
+                ..PersonFilter::default()
+            }),
+            ..TargetRequest::default()
+        },
+        to_status: "INACTIVE".into(),
+        reason: "rolling restart".into(),
+        ..StatusChangeRequest::default()
+    };
+    let mut txn = store.begin_queue().await.unwrap();
+    let task = status_change_task(&*txn, user, request).await.unwrap();
+    let row = txn.enqueue(task).await.unwrap();
+    txn.commit().await.unwrap();
+    row.id
 }
 
 /// People changed so far, by any task.

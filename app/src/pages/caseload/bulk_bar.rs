@@ -12,26 +12,27 @@ use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::bulk_forms::{BulkForm, Drafts, FormKind};
+use bulkq_types::actions::ActionKind;
+use bulkq_types::filter::PersonFilter;
+use bulkq_types::requests::{ActionRequest, ScheduleRequest};
+
+use super::bulk_forms::{BulkForm, Drafts, has_form};
 use super::selection::Selection;
-use crate::api::bulk::{
-    BulkAction, BulkSchedule, BulkTarget, SubmittedTask, preview_bulk_target, submit_bulk_action,
-};
-use crate::api::caseload::{CaseloadQuery, ProgramStatusOption};
+use crate::api::bulk::{SubmittedTask, preview_bulk_target, submit_bulk_action};
+use crate::api::caseload::ProgramStatusOption;
 use crate::{format, local_time};
 
 /// Where the bar's panel is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Closed,
-    Form(FormKind),
+    Form(ActionKind),
     /// Asking the server how many people the action would affect.
     Counting,
-    /// Asking the user. The target is the one counted, so what is confirmed is what is sent.
+    /// Asking the user. The request's target is the one counted, so what is confirmed is
+    /// what is sent.
     Confirm {
-        target: BulkTarget,
-        action: BulkAction,
-        schedule: BulkSchedule,
+        request: Box<ActionRequest>,
         people: u64,
     },
     Submitting,
@@ -49,34 +50,37 @@ impl Step {
 }
 
 /// Where Back and failures lead: the action's form, with what was typed, to fix or change.
-fn return_step(action: &BulkAction) -> Step {
-    match action {
-        BulkAction::Export { .. } => Step::Form(FormKind::Export),
-        BulkAction::ChangeStatus { .. } => Step::Form(FormKind::ChangeStatus),
-        BulkAction::Email { .. } => Step::Form(FormKind::Email),
-        BulkAction::Watch | BulkAction::Unwatch => Step::Closed,
+fn return_step(kind: ActionKind) -> Step {
+    match has_form(kind) {
+        true => Step::Form(kind),
+        false => Step::Closed,
     }
 }
 
 /// The confirmation question, e.g. "Change the status of 3 people to Inactive?".
-fn question(action: &BulkAction, people: u64, statuses: &[ProgramStatusOption]) -> String {
+fn question(request: &ActionRequest, people: u64, statuses: &[ProgramStatusOption]) -> String {
     let people = format::plural(people, "person", "people");
-    match action {
-        BulkAction::Export { columns } => format!(
+    match request {
+        ActionRequest::Export(export) => format!(
             "Export {people} to CSV ({})?",
-            format::plural(columns.len() as u64, "column", "columns")
+            format::plural(
+                export.columns.as_ref().map_or(0, Vec::len) as u64,
+                "column",
+                "columns"
+            )
         ),
-        BulkAction::ChangeStatus { to_status, .. } => {
+        ActionRequest::ProgramStatusChange(change) => {
+            let to_status = &change.to_status;
             let name = statuses
                 .iter()
                 .find(|s| s.code == *to_status)
                 .map_or(to_status.as_str(), |s| s.name.as_str());
             format!("Change the status of {people} to {name}?")
         }
-        BulkAction::Watch => format!("Watch {people}?"),
-        BulkAction::Unwatch => format!("Stop watching {people}?"),
-        BulkAction::Email { subject, .. } => {
-            format!("Email {people} with the subject “{subject}”?")
+        ActionRequest::Watch(_) => format!("Watch {people}?"),
+        ActionRequest::Unwatch(_) => format!("Stop watching {people}?"),
+        ActionRequest::Email(email) => {
+            format!("Email {people} with the subject “{}”?", email.subject)
         }
     }
 }
@@ -86,7 +90,7 @@ fn question(action: &BulkAction, people: u64, statuses: &[ProgramStatusOption]) 
 #[component]
 pub fn BulkBar(
     selection: Selection,
-    query: CaseloadQuery,
+    filter: PersonFilter,
     total: u64,
     exact: bool,
     page_len: usize,
@@ -95,64 +99,64 @@ pub fn BulkBar(
     let step = RwSignal::new(Step::Closed);
     let error = RwSignal::new(None::<String>);
     let drafts = Drafts::new();
-    let query = StoredValue::new(query);
+    let filter = StoredValue::new(filter);
 
-    let count = move |(action, schedule): (BulkAction, BulkSchedule)| {
+    let count = move |(request, schedule): (ActionRequest, ScheduleRequest)| {
         // Only reachable with someone selected: the bar and its panel close otherwise.
-        let Some(target) = selection.target(&query.get_value()) else {
+        let Some(target) = selection.target(&filter.get_value()) else {
             return;
         };
+        let kind = request.kind();
+        let request = request.with(target.clone(), schedule);
         error.set(None);
         step.set(Step::Counting);
         spawn_local(async move {
-            match preview_bulk_target(target.clone()).await {
+            match preview_bulk_target(target).await {
                 Ok(people) => step.set(Step::Confirm {
-                    target,
-                    action,
-                    schedule,
+                    request: Box::new(request),
                     people,
                 }),
                 Err(e) => {
                     error.set(Some(e.to_string()));
-                    step.set(return_step(&action));
+                    step.set(return_step(kind));
                 }
             }
         });
     };
     // The key naming the submission in flight, with what it sent: a retry of the same
-    // target and action (after an error, say) sends the same key, so the server makes at
-    // most one task of it; anything else is a new submission with a new key.
-    let sent = StoredValue::new(None::<(String, BulkTarget, BulkAction, BulkSchedule)>);
-    let submit =
-        move |target: BulkTarget, action: BulkAction, schedule: BulkSchedule, people: u64| {
-            error.set(None);
-            step.set(Step::Submitting);
-            let key = match sent.get_value() {
-                Some((key, t, a, s)) if t == target && a == action && s == schedule => key,
-                _ => uuid::Uuid::new_v4().to_string(),
-            };
-            sent.set_value(Some((
-                key.clone(),
-                target.clone(),
-                action.clone(),
-                schedule,
-            )));
-            spawn_local(async move {
-                match submit_bulk_action(target, action.clone(), schedule, Some(key)).await {
-                    Ok(task) => {
-                        sent.set_value(None);
-                        step.set(Step::Submitted { task, people });
-                    }
-                    Err(e) => {
-                        error.set(Some(e.to_string()));
-                        step.set(return_step(&action));
-                    }
-                }
-            });
-        };
-    let open = move |kind: FormKind| {
+    // request (after an error, say) sends the same key, so the server makes at most one
+    // task of it; anything else is a new submission with a new key.
+    let sent = StoredValue::new(None::<(String, ActionRequest)>);
+    let submit = move |request: ActionRequest, people: u64| {
         error.set(None);
-        step.set(Step::Form(kind));
+        step.set(Step::Submitting);
+        let key = match sent.get_value() {
+            Some((key, earlier)) if earlier == request => key,
+            _ => uuid::Uuid::new_v4().to_string(),
+        };
+        sent.set_value(Some((key.clone(), request.clone())));
+        let kind = request.kind();
+        spawn_local(async move {
+            match submit_bulk_action(request, Some(key)).await {
+                Ok(task) => {
+                    sent.set_value(None);
+                    step.set(Step::Submitted { task, people });
+                }
+                Err(e) => {
+                    error.set(Some(e.to_string()));
+                    step.set(return_step(kind));
+                }
+            }
+        });
+    };
+    // An action with a form opens it; one without goes straight to its count.
+    let choose = move |kind: ActionKind| {
+        if has_form(kind) {
+            error.set(None);
+            step.set(Step::Form(kind));
+        } else {
+            count((drafts.request(kind), ScheduleRequest::default()));
+        }
     };
     let close = move || {
         error.set(None);
@@ -200,11 +204,9 @@ pub fn BulkBar(
                     </button>
                 </p>
                 <div class="bulk-buttons" role="group" aria-label="Actions">
-                    <button type="button" disabled=busy on:click=move |_| open(FormKind::Export)>"Export"</button>
-                    <button type="button" disabled=busy on:click=move |_| open(FormKind::ChangeStatus)>"Change status"</button>
-                    <button type="button" disabled=busy on:click=move |_| count((BulkAction::Watch, BulkSchedule::default()))>"Watch"</button>
-                    <button type="button" disabled=busy on:click=move |_| count((BulkAction::Unwatch, BulkSchedule::default()))>"Unwatch"</button>
-                    <button type="button" disabled=busy on:click=move |_| open(FormKind::Email)>"Email"</button>
+                    {ActionKind::ALL.map(|kind| view! {
+                        <button type="button" disabled=busy on:click=move |_| choose(kind)>{kind.label()}</button>
+                    }).collect_view()}
                 </div>
             </section>
         </Show>
@@ -224,17 +226,17 @@ pub fn BulkBar(
             }
             .into_any(),
             Step::Counting => view! { <p class="bulk-panel" role="status">"Counting the people affected…"</p> }.into_any(),
-            Step::Confirm { target, action, schedule, people } => {
-                let mut text = statuses.with_value(|statuses| question(&action, people, statuses));
-                if let Some(at) = schedule.run_at {
+            Step::Confirm { request, people } => {
+                let mut text = statuses.with_value(|statuses| question(&request, people, statuses));
+                if let Some(at) = request.schedule().run_at {
                     text = format!("{text} It starts at {}.", local_time::local_minute(at));
                 }
-                let back = return_step(&action);
+                let back = return_step(request.kind());
                 view! {
                     <Confirmation
                         text
                         people
-                        on_confirm=Callback::new(move |()| submit(target.clone(), action.clone(), schedule, people))
+                        on_confirm=Callback::new(move |()| submit((*request).clone(), people))
                         on_back=Callback::new(move |()| step.set(back.clone()))
                     />
                 }
@@ -310,6 +312,9 @@ fn Submitted(task: SubmittedTask, people: u64) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
+    use bulkq_types::export::ExportColumn;
+    use bulkq_types::requests::{ExportRequest, StatusChangeRequest, WatchRequest};
+
     use super::*;
 
     #[test]
@@ -318,28 +323,26 @@ mod tests {
             code: "INACTIVE".into(),
             name: "Inactive".into(),
         }];
-        let change = BulkAction::ChangeStatus {
+        let change = ActionRequest::ProgramStatusChange(StatusChangeRequest {
             to_status: "INACTIVE".into(),
             reason: "moved away".into(),
-        };
+            ..StatusChangeRequest::default()
+        });
         assert_eq!(
             question(&change, 3, &statuses),
             "Change the status of 3 people to Inactive?"
         );
+        let watch = ActionRequest::Watch(WatchRequest::default());
+        assert_eq!(question(&watch, 1, &statuses), "Watch 1 person?");
+        let unwatch = ActionRequest::Unwatch(WatchRequest::default());
         assert_eq!(
-            question(&BulkAction::Watch, 1, &statuses),
-            "Watch 1 person?"
-        );
-        assert_eq!(
-            question(&BulkAction::Unwatch, 2500, &statuses),
+            question(&unwatch, 2500, &statuses),
             "Stop watching 2,500 people?"
         );
-        let export = BulkAction::Export {
-            columns: vec![
-                bulkq_types::export::ExportColumn::Id,
-                bulkq_types::export::ExportColumn::Email,
-            ],
-        };
+        let export = ActionRequest::Export(ExportRequest {
+            columns: Some(vec![ExportColumn::Id, ExportColumn::Email]),
+            ..ExportRequest::default()
+        });
         assert_eq!(
             question(&export, 40, &statuses),
             "Export 40 people to CSV (2 columns)?"
@@ -349,13 +352,9 @@ mod tests {
     #[test]
     fn a_failure_returns_to_the_form_it_came_from() {
         assert_eq!(
-            return_step(&BulkAction::Email {
-                subject: String::new(),
-                body: String::new(),
-                cc: vec![]
-            }),
-            Step::Form(FormKind::Email)
+            return_step(ActionKind::Email),
+            Step::Form(ActionKind::Email)
         );
-        assert_eq!(return_step(&BulkAction::Watch), Step::Closed);
+        assert_eq!(return_step(ActionKind::Watch), Step::Closed);
     }
 }

@@ -1,27 +1,32 @@
 //! The forms of the bulk actions that ask for something: export (columns), change status
 //! (status and reason) and email (subject, message, cc). Watch and unwatch need nothing
-//! and go straight to their confirmation.
+//! and go straight to their confirmation ([`has_form`]). Each form fills in the JSON API's
+//! own request for its action.
 //!
 //! What a form holds lives in [`Drafts`], outside the form, so going back from the
 //! confirmation (or from an error) finds everything as it was typed.
 
+use bulkq_types::actions::ActionKind;
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
+use bulkq_types::requests::{
+    ActionRequest, EmailRequest, ExportRequest, ScheduleRequest, StatusChangeRequest, WatchRequest,
+};
 use leptos::ev::SubmitEvent;
 use leptos::html;
 use leptos::prelude::*;
 use leptos::wasm_bindgen::JsCast;
 use leptos::web_sys;
 
-use crate::api::bulk::{BulkAction, BulkSchedule, PRIORITIES};
+use crate::api::bulk::PRIORITIES;
 use crate::api::caseload::ProgramStatusOption;
 use crate::local_time;
 
-/// An action that has a form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormKind {
-    Export,
-    ChangeStatus,
-    Email,
+/// Whether `kind` asks for anything before its confirmation.
+pub fn has_form(kind: ActionKind) -> bool {
+    match kind {
+        ActionKind::Export | ActionKind::ProgramStatusChange | ActionKind::Email => true,
+        ActionKind::Watch | ActionKind::Unwatch => false,
+    }
 }
 
 /// What the forms hold while they are filled in.
@@ -55,34 +60,44 @@ impl Drafts {
     }
 
     /// When the action should run, in UTC, and how urgently.
-    pub fn schedule(&self) -> BulkSchedule {
-        BulkSchedule {
+    pub fn schedule(&self) -> ScheduleRequest {
+        ScheduleRequest {
             run_at: local_time::from_local_input(&self.start_at.get_untracked()),
-            priority: self.priority.get_untracked(),
+            priority: Some(self.priority.get_untracked()),
         }
     }
 
-    /// The action the form of `kind` describes now.
-    pub fn action(&self, kind: FormKind) -> BulkAction {
+    /// The request the form of `kind` describes now, before a target and a schedule are
+    /// put in ([`ActionRequest::with`]).
+    pub fn request(&self, kind: ActionKind) -> ActionRequest {
         match kind {
-            FormKind::Export => {
+            ActionKind::Export => {
                 let chosen = self.columns.get_untracked();
-                BulkAction::Export {
-                    columns: ALL_COLUMNS
-                        .into_iter()
-                        .filter(|column| chosen.contains(column))
-                        .collect(),
-                }
+                ActionRequest::Export(ExportRequest {
+                    columns: Some(
+                        ALL_COLUMNS
+                            .into_iter()
+                            .filter(|column| chosen.contains(column))
+                            .collect(),
+                    ),
+                    ..ExportRequest::default()
+                })
             }
-            FormKind::ChangeStatus => BulkAction::ChangeStatus {
-                to_status: self.to_status.get_untracked(),
-                reason: self.reason.get_untracked(),
-            },
-            FormKind::Email => BulkAction::Email {
+            ActionKind::ProgramStatusChange => {
+                ActionRequest::ProgramStatusChange(StatusChangeRequest {
+                    to_status: self.to_status.get_untracked(),
+                    reason: self.reason.get_untracked(),
+                    ..StatusChangeRequest::default()
+                })
+            }
+            ActionKind::Watch => ActionRequest::Watch(WatchRequest::default()),
+            ActionKind::Unwatch => ActionRequest::Unwatch(WatchRequest::default()),
+            ActionKind::Email => ActionRequest::Email(EmailRequest {
                 subject: self.subject.get_untracked(),
                 body: self.body.get_untracked(),
                 cc: split_addresses(&self.cc.get_untracked()),
-            },
+                ..EmailRequest::default()
+            }),
         }
     }
 }
@@ -95,14 +110,15 @@ fn split_addresses(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The form of `kind`, bound to `drafts`; `on_continue` gets the filled-in action and its
-/// schedule once the browser's own checks (required fields, lengths) pass.
+/// The form of `kind` (one that [`has_form`]), bound to `drafts`; `on_continue` gets the
+/// filled-in request and its schedule once the browser's own checks (required fields,
+/// lengths) pass.
 #[component]
 pub fn BulkForm(
-    kind: FormKind,
+    kind: ActionKind,
     drafts: Drafts,
     statuses: StoredValue<Vec<ProgramStatusOption>>,
-    on_continue: Callback<(BulkAction, BulkSchedule)>,
+    on_continue: Callback<(ActionRequest, ScheduleRequest)>,
     on_cancel: Callback<()>,
 ) -> impl IntoView {
     let first_field = NodeRef::<html::Div>::new();
@@ -117,12 +133,15 @@ pub fn BulkForm(
     });
     let on_submit = move |ev: SubmitEvent| {
         ev.prevent_default();
-        on_continue.run((drafts.action(kind), drafts.schedule()));
+        on_continue.run((drafts.request(kind), drafts.schedule()));
     };
     let (title, fields) = match kind {
-        FormKind::Export => ("Export to CSV", export_fields(drafts).into_any()),
-        FormKind::ChangeStatus => ("Change status", status_fields(drafts, statuses).into_any()),
-        FormKind::Email => ("Send email", email_fields(drafts).into_any()),
+        ActionKind::Export => ("Export to CSV", export_fields(drafts).into_any()),
+        ActionKind::ProgramStatusChange => {
+            ("Change status", status_fields(drafts, statuses).into_any())
+        }
+        ActionKind::Email => ("Send email", email_fields(drafts).into_any()),
+        ActionKind::Watch | ActionKind::Unwatch => (kind.label(), ().into_any()),
     };
     view! {
         <form class="bulk-form" on:submit=on_submit aria-label=title>
@@ -220,10 +239,13 @@ fn email_fields(drafts: Drafts) -> impl IntoView {
 }
 
 /// When the action starts (local time, empty for now) and its priority.
-fn schedule_fields(drafts: Drafts, kind: FormKind) -> impl IntoView {
+fn schedule_fields(drafts: Drafts, kind: ActionKind) -> impl IntoView {
     let start_label = match kind {
-        FormKind::Email => "Send at (optional)",
-        _ => "Start at (optional)",
+        ActionKind::Email => "Send at (optional)",
+        ActionKind::Export
+        | ActionKind::ProgramStatusChange
+        | ActionKind::Watch
+        | ActionKind::Unwatch => "Start at (optional)",
     };
     view! {
         <fieldset class="schedule">
@@ -280,11 +302,12 @@ mod tests {
             drafts
                 .columns
                 .set(vec![ExportColumn::Email, ExportColumn::SchoolId]);
+            let ActionRequest::Export(export) = drafts.request(ActionKind::Export) else {
+                panic!("an export form makes an export request");
+            };
             assert_eq!(
-                drafts.action(FormKind::Export),
-                BulkAction::Export {
-                    columns: vec![ExportColumn::SchoolId, ExportColumn::Email]
-                }
+                export.columns,
+                Some(vec![ExportColumn::SchoolId, ExportColumn::Email])
             );
         });
     }

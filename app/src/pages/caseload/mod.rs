@@ -15,6 +15,7 @@ mod selection;
 
 use std::collections::HashMap;
 
+use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PersonPage as Page, PersonSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -22,7 +23,7 @@ use leptos_router::components::Form;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::caseload::{
-    CaseloadQuery, ProgramStatusOption, list_program_statuses, search_caseload,
+    CaseloadQuery, CaseloadResults, ProgramStatusOption, list_program_statuses, search_caseload,
 };
 use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
@@ -93,7 +94,9 @@ pub fn CaseloadPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let statuses = statuses.await.unwrap_or_default();
                     match results.await {
-                        Ok(page) => view! { <Results page query=query.get() statuses /> }.into_any(),
+                        Ok(CaseloadResults { page, filter }) => {
+                            view! { <Results page query=query.get() filter statuses /> }.into_any()
+                        }
                         Err(error) => {
                             view! { <ErrorMessage error /> }.into_any()
                         }
@@ -107,7 +110,12 @@ pub fn CaseloadPage() -> impl IntoView {
 /// The results table with its summary line, selection, bulk-action bar and pager. Each
 /// results page starts with nobody selected.
 #[component]
-fn Results(page: Page, query: CaseloadQuery, statuses: Vec<ProgramStatusOption>) -> impl IntoView {
+fn Results(
+    page: Page,
+    query: CaseloadQuery,
+    filter: PersonFilter,
+    statuses: Vec<ProgramStatusOption>,
+) -> impl IntoView {
     if page.people.is_empty() {
         return view! { <p class="empty" data-testid="result-summary">"No people match this search."</p> }
             .into_any();
@@ -138,7 +146,7 @@ fn Results(page: Page, query: CaseloadQuery, statuses: Vec<ProgramStatusOption>)
         <p data-testid="result-summary">{summary}</p>
         <BulkBar
             selection
-            query
+            filter
             total=page.total
             exact=page.total_is_exact
             page_len=page.people.len()

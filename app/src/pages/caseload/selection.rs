@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::api::bulk::BulkTarget;
-use crate::api::caseload::CaseloadQuery;
+use bulkq_types::filter::PersonFilter;
+use bulkq_types::requests::TargetRequest;
 
 /// The selection on one results page; cheap to copy into every checkbox's handler.
 #[derive(Clone, Copy)]
@@ -89,11 +89,15 @@ impl Selection {
         self.set_page(false);
     }
 
-    /// The target a bulk action over this selection gets (`query` is the page's search), or
-    /// `None` when nothing is selected.
-    pub fn target(&self, query: &CaseloadQuery) -> Option<BulkTarget> {
+    /// The target a bulk action over this selection gets (`search` is the filter the page's
+    /// search ran), or `None` when nothing is selected. Everyone matching is sent as the
+    /// search, never as ids, and evaluated when the task runs.
+    pub fn target(&self, search: &PersonFilter) -> Option<TargetRequest> {
         if self.all_matching.get_untracked() {
-            return Some(BulkTarget::AllMatching(query.clone()));
+            return Some(TargetRequest {
+                query: Some(search.clone()),
+                ..TargetRequest::default()
+            });
         }
         let ids: Vec<Uuid> = self.ticked.with_untracked(|ticked| {
             self.page
@@ -102,7 +106,10 @@ impl Selection {
                 .filter(|id| ticked.contains(id))
                 .collect()
         });
-        (!ids.is_empty()).then_some(BulkTarget::People(ids))
+        (!ids.is_empty()).then_some(TargetRequest {
+            ids: Some(ids),
+            ..TargetRequest::default()
+        })
     }
 }
 
@@ -114,6 +121,13 @@ mod tests {
         (1..=3).map(Uuid::from_u128).collect()
     }
 
+    fn people(ids: Vec<Uuid>) -> Option<TargetRequest> {
+        Some(TargetRequest {
+            ids: Some(ids),
+            ..TargetRequest::default()
+        })
+    }
+
     // Signals live in an owner's arena (the server build keeps one per request), hence
     // `Owner::new().with`.
 
@@ -122,13 +136,13 @@ mod tests {
         Owner::new().with(|| {
             let page = page();
             let selection = Selection::new(page.clone());
-            assert_eq!(selection.target(&CaseloadQuery::default()), None);
+            assert_eq!(selection.target(&PersonFilter::default()), None);
             selection.set(page[2], true);
             selection.set(page[0], true);
             assert!(!selection.is_page_selected());
             assert_eq!(
-                selection.target(&CaseloadQuery::default()),
-                Some(BulkTarget::People(vec![page[0], page[2]]))
+                selection.target(&PersonFilter::default()),
+                people(vec![page[0], page[2]])
             );
         });
     }
@@ -141,22 +155,22 @@ mod tests {
             selection.set_page(true);
             assert!(selection.is_page_selected());
             selection.select_all_matching();
-            let query = CaseloadQuery {
-                status: "ACTIVE".into(),
-                mine: true,
-                ..CaseloadQuery::default()
+            let search = PersonFilter {
+                program_status: Some("ACTIVE".into()),
+                coach_id: Some(Uuid::from_u128(9)),
+                ..PersonFilter::default()
             };
             assert_eq!(
-                selection.target(&query),
-                Some(BulkTarget::AllMatching(query.clone()))
+                selection.target(&search),
+                Some(TargetRequest {
+                    query: Some(search.clone()),
+                    ..TargetRequest::default()
+                })
             );
             // Unticking one person falls back to the rest of the page.
             selection.set(page[1], false);
             assert!(!selection.is_all_matching());
-            assert_eq!(
-                selection.target(&query),
-                Some(BulkTarget::People(vec![page[0], page[2]]))
-            );
+            assert_eq!(selection.target(&search), people(vec![page[0], page[2]]));
             selection.clear();
             assert!(selection.is_empty());
         });
