@@ -21,7 +21,9 @@ use bulkq_types::people::{PageRequest, PersonPage};
 use bulkq_types::requests::{
     ActionRequest, EmailRequest, ExportRequest, StatusChangeRequest, TargetRequest,
 };
-use caseload::actions::{ActionsConfig, BATCH_SIZE_DEFAULT, export_file, submit, task_report};
+use caseload::actions::{
+    ActionsConfig, BATCH_SIZE_DEFAULT, NodeLimits, export_file, submit, task_report,
+};
 use caseload::email::{MailTransport, Mailer};
 use caseload::export::DEFAULT_ROW_CAP;
 use caseload::people_import::preview::preview;
@@ -372,7 +374,10 @@ async fn run_action(
         ..TargetRequest::default()
     };
     let started = Instant::now();
-    let task = submit(&store, &user, request(target), DEFAULT_ROW_CAP, None)
+    let limits = NodeLimits {
+        export_row_cap: DEFAULT_ROW_CAP,
+    };
+    let task = submit(&store, &user, request(target), &limits, None)
         .await
         .map_err(|e| e.to_string())?;
     let finished = ended(&store, task.id).await?;

@@ -61,8 +61,8 @@ pub mod ssr_impl {
     use caseload::access::Actor;
     use caseload::actions::idempotency::IdempotencyKey;
     use caseload::actions::spec::SubmitError;
-    use caseload::actions::submit as enqueue;
     use caseload::actions::target::MAX_TARGET_IDS;
+    use caseload::actions::{NodeLimits, submit as enqueue};
     use caseload::users::StaffUser;
     use queue::Task;
 
@@ -116,7 +116,10 @@ pub mod ssr_impl {
         request: ActionRequest,
         key: Option<&IdempotencyKey>,
     ) -> Result<Task, AppError> {
-        let task = enqueue(&state.store, user, request, state.bulk.export_row_cap, key).await?;
+        let limits = NodeLimits {
+            export_row_cap: state.bulk.export_row_cap,
+        };
+        let task = enqueue(&state.store, user, request, &limits, key).await?;
         tracing::info!(task = %task.id, action = %task.execution_component_name, user = %user.username, "bulk action submitted");
         Ok(task)
     }

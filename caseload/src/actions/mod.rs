@@ -1,20 +1,22 @@
-//! The four bulk actions as queue tasks: what a request may ask ([`spec`]), who it targets
-//! ([`target`]), how a request reads in one line ([`summary`]), what a task reports
-//! (`bulkq_types::actions::ActionReport`), and the executors that do the work in
-//! checkpointed batches ([`walk`], `executors`).
+//! The bulk actions as queue tasks. Each action is a module of `kinds` behind one trait: what
+//! its request may ask and the spec its task stores, how it reads in one line, and its
+//! executor. Around them: the checks every request shares ([`spec`]), who a request
+//! targets ([`target`]), a task's summary ([`summary`]), submitting ([`submit`]), and the
+//! walk every executor runs in checkpointed batches (`walk`).
 //!
 //! ```text
-//! request ──spec::*_task (validate)──► NewTask ──enqueue in the request's transaction──► queue
+//! request ──kinds::task_for (check)──► NewTask ──enqueue in the request's transaction──► queue
 //! queue ──claim──► executor: Walk::run(action) { batch ─► work ─► record ─► commit }*
 //! ```
 //!
 //! The domain operations themselves (status change, watches, export file, email steps) live
 //! in the crate's top-level modules and know nothing of the queue.
 
-mod executors;
 pub mod export_files;
 pub mod idempotency;
+mod kinds;
 mod pace;
+mod people_import_executor;
 pub mod spec;
 pub mod submit;
 pub mod summary;
@@ -29,14 +31,12 @@ use queue::{Registry, Task};
 
 use crate::CaseloadError;
 use crate::email::Mailer;
-use executors::email::{EMAIL_BATCH_MAX, EmailExecutor};
-use executors::export::ExportExecutor;
-use executors::people_import::PeopleImportExecutor;
-use executors::status_change::StatusChangeExecutor;
-use executors::watches::{UnwatchExecutor, WatchExecutor};
 pub use export_files::export_file;
+pub use kinds::{EmailSpec, ExportSpec, NodeLimits, StatusChangeSpec, WatchSpec, task_for};
+use kinds::{Register, for_action};
 use pace::SharedPace;
 pub use pace::{POSTGRES_BATCH_TIME_DEFAULT, SQLITE_BATCH_TIME_DEFAULT, batch_time_default};
+use people_import_executor::PeopleImportExecutor;
 pub use submit::submit;
 
 /// The most people per batch (and per checkpoint) when the configuration names no other
@@ -67,14 +67,13 @@ pub struct ActionsConfig {
     pub email_log_retention: Duration,
 }
 
-/// Registers the five executors (export, status change, watch, unwatch, email), the people
-/// import and the cleanup jobs of export files, import uploads and the email send log,
-/// creating the exports directory.
+/// Registers every bulk action's executor, the people import and the cleanup jobs of export
+/// files, import uploads and the email send log, creating the exports directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
     let batch_time = config.batch_time_while_people_write;
-    let pace = move |rows| SharedPace::new(rows, batch_time);
+    let pace = move |rows: u64| SharedPace::new(rows.clamp(1, batch_size), batch_time);
     registry
         .register_periodic(export_files::export_cleanup_job(
             config.exports_dir.clone(),
@@ -85,43 +84,21 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             config.email_log_retention,
         ))
         .register(
-            ActionKind::Export.component(),
-            ExportExecutor {
-                exports_dir: config.exports_dir,
-                pace: pace(batch_size),
-            },
-        )
-        .register(
-            ActionKind::ProgramStatusChange.component(),
-            StatusChangeExecutor {
-                pace: pace(batch_size),
-            },
-        )
-        .register(
-            ActionKind::Watch.component(),
-            WatchExecutor {
-                pace: pace(batch_size),
-            },
-        )
-        .register(
-            ActionKind::Unwatch.component(),
-            UnwatchExecutor {
-                pace: pace(batch_size),
-            },
-        )
-        .register(
-            ActionKind::Email.component(),
-            EmailExecutor {
-                mailer: config.mailer,
-                pace: pace(batch_size.min(EMAIL_BATCH_MAX)),
-            },
-        )
-        .register(
             PEOPLE_IMPORT,
             PeopleImportExecutor {
                 pace: pace(batch_size),
             },
         );
+    for kind in ActionKind::ALL {
+        for_action(
+            kind,
+            Register {
+                registry,
+                config: &config,
+                pace: &pace,
+            },
+        );
+    }
     Ok(())
 }
 

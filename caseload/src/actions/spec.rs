@@ -1,5 +1,6 @@
-//! The bulk actions as requested and as enqueued: each action's request (what the JSON API
-//! and the dashboard accept), its validation, and the spec stored in the task.
+//! The checks every bulk action's request goes through alike (unknown fields, schedule,
+//! target), and the task a checked request becomes; each action checks its own fields in
+//! its module (`super::kinds`).
 //!
 //! Validation happens before anything is enqueued and reports every bad field at once, so
 //! a task that exists was well-formed when submitted; executors check again only what can
@@ -8,24 +9,18 @@
 use std::collections::HashSet;
 
 use bulkq_types::actions::ActionKind;
-use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::{
-    EmailRequest, ExportRequest, FieldErrors, MAX_PRIORITY, MAX_SCHEDULE_AHEAD_DAYS,
-    ScheduleRequest, StatusChangeRequest, TargetRequest, UnknownFields, WatchRequest,
+    FieldErrors, MAX_PRIORITY, MAX_SCHEDULE_AHEAD_DAYS, ScheduleRequest, TargetRequest,
+    UnknownFields,
 };
 use chrono::Utc;
 use queue::NewTask;
-use sea_orm::ConnectionTrait;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::target::{MAX_TARGET_IDS, Target};
 use crate::CaseloadError;
-use crate::email::EmailContent;
-use crate::export::{DEFAULT_ROW_CAP, ExportOptions};
-use crate::status_change::StatusChange;
-use crate::statuses::require_status;
 use crate::users::StaffUser;
 
 /// Why a request was not enqueued.
@@ -147,164 +142,47 @@ fn field(name: &str, message: impl Into<String>) -> (String, String) {
     (name.to_owned(), message.into())
 }
 
-/// What a `caseload.export` task does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExportSpec {
-    pub target: Target,
-    pub columns: Vec<ExportColumn>,
-    pub row_cap: u64,
+/// The request-wide checks, collecting every bad field.
+pub(crate) struct RequestChecks {
+    errors: FieldErrors,
 }
 
-/// What a `caseload.program_status_change` task does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusChangeSpec {
-    pub target: Target,
-    pub change: StatusChange,
-}
-
-/// What a `caseload.watch` or `caseload.unwatch` task does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WatchSpec {
-    pub target: Target,
-}
-
-/// What a `caseload.email` task does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EmailSpec {
-    pub target: Target,
-    pub content: EmailContent,
-}
-
-/// Validates an export request; `max_row_cap` is the server's configured limit.
-pub fn export_task(
-    user: &StaffUser,
-    request: ExportRequest,
-    max_row_cap: u64,
-) -> Result<NewTask, SubmitError> {
-    let mut errors = FieldErrors::new();
-    unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = checked_schedule(request.schedule, &mut errors);
-    let target = resolve_target(request.target, everyone(), &mut errors);
-    let options = ExportOptions {
-        columns: request.columns.unwrap_or_else(|| ALL_COLUMNS.to_vec()),
-        row_cap: request.row_cap.unwrap_or(max_row_cap.min(DEFAULT_ROW_CAP)),
-    };
-    errors.extend(
-        options
-            .problems()
-            .into_iter()
-            .map(|(name, m)| field(name, m)),
-    );
-    if options.row_cap > max_row_cap {
-        errors.push(field(
-            "row_cap",
-            format!("at most {max_row_cap} rows per export"),
-        ));
+impl RequestChecks {
+    /// Begins with a field error for each of the request's unknown fields.
+    pub fn new(unknown: &UnknownFields) -> Self {
+        let mut errors = FieldErrors::new();
+        unknown_field_errors(unknown, &mut errors);
+        RequestChecks { errors }
     }
-    let spec = ExportSpec {
-        target: checked(target, errors)?,
-        columns: options.columns,
-        row_cap: options.row_cap,
-    };
-    new_task(ActionKind::Export, &spec.target, &spec, user, schedule)
-}
 
-/// Validates a status change request (the status must exist: read through `db`).
-pub async fn status_change_task<C: ConnectionTrait>(
-    db: &C,
-    user: &StaffUser,
-    request: StatusChangeRequest,
-) -> Result<NewTask, SubmitError> {
-    let mut errors = FieldErrors::new();
-    unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = checked_schedule(request.schedule, &mut errors);
-    let target = resolve_target(request.target, everyone(), &mut errors);
-    let change = StatusChange {
-        to_status: request.to_status,
-        reason: request.reason,
-    };
-    let problems = change.problems();
-    // Only a well-formed code is looked up (a NUL, say, is an error on PostgreSQL).
-    let to_status_ok = problems.iter().all(|(name, _)| *name != "to_status");
-    errors.extend(problems.into_iter().map(|(name, m)| field(name, m)));
-    if to_status_ok {
-        match require_status(db, &change.to_status).await {
-            Ok(()) => {}
-            Err(CaseloadError::UnknownStatus(code)) => errors.push(field(
-                "to_status",
-                format!("no program status is called {code:?}"),
-            )),
-            Err(other) => return Err(other.into()),
-        }
+    /// The schedule, each value out of range a field error.
+    pub fn schedule(&mut self, schedule: ScheduleRequest) -> ScheduleRequest {
+        checked_schedule(schedule, &mut self.errors)
     }
-    let spec = StatusChangeSpec {
-        target: checked(target, errors)?,
-        change,
-    };
-    new_task(
-        ActionKind::ProgramStatusChange,
-        &spec.target,
-        &spec,
-        user,
-        schedule,
-    )
-}
 
-/// Validates a watch request.
-pub fn watch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
-    let mut errors = FieldErrors::new();
-    unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = checked_schedule(request.schedule, &mut errors);
-    let target = resolve_target(request.target, everyone(), &mut errors);
-    let spec = WatchSpec {
-        target: checked(target, errors)?,
-    };
-    new_task(ActionKind::Watch, &spec.target, &spec, user, schedule)
-}
+    /// The target to store; `everyone` is what `"all": true` means for the action.
+    pub fn target(&mut self, request: TargetRequest, everyone: Target) -> Option<Target> {
+        resolve_target(request, everyone, &mut self.errors)
+    }
 
-/// Validates an unwatch request; `"all": true` means everyone the user watches.
-pub fn unwatch_task(user: &StaffUser, request: WatchRequest) -> Result<NewTask, SubmitError> {
-    let mut errors = FieldErrors::new();
-    unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = checked_schedule(request.schedule, &mut errors);
-    let my_watch_list = Target::Query(PersonFilter {
-        watched_by: Some(user.id),
-        ..PersonFilter::default()
-    });
-    let target = resolve_target(request.target, my_watch_list, &mut errors);
-    let spec = WatchSpec {
-        target: checked(target, errors)?,
-    };
-    new_task(ActionKind::Unwatch, &spec.target, &spec, user, schedule)
-}
+    /// Adds the action's own problems, each `(field, message)`.
+    pub fn add<'a>(&mut self, problems: impl IntoIterator<Item = (&'a str, String)>) {
+        self.errors.extend(
+            problems
+                .into_iter()
+                .map(|(name, message)| field(name, message)),
+        );
+    }
 
-/// Validates an email request.
-pub fn email_task(user: &StaffUser, request: EmailRequest) -> Result<NewTask, SubmitError> {
-    let mut errors = FieldErrors::new();
-    unknown_field_errors(&request.unknown, &mut errors);
-    let schedule = checked_schedule(request.schedule, &mut errors);
-    let target = resolve_target(request.target, everyone(), &mut errors);
-    let content = EmailContent {
-        subject: request.subject,
-        body: request.body,
-        cc: request.cc,
-    };
-    errors.extend(
-        content
-            .problems()
-            .into_iter()
-            .map(|(name, m)| field(name, m)),
-    );
-    let spec = EmailSpec {
-        target: checked(target, errors)?,
-        content,
-    };
-    new_task(ActionKind::Email, &spec.target, &spec, user, schedule)
+    /// The target if every field was valid, else all the field errors.
+    pub fn finish(self, target: Option<Target>) -> Result<Target, SubmitError> {
+        checked(target, self.errors)
+    }
 }
 
 /// What `"all": true` means for most actions: everyone in the run_as user's scope when the
 /// task runs.
-fn everyone() -> Target {
+pub(crate) fn everyone() -> Target {
     Target::Query(PersonFilter::default())
 }
 
@@ -318,7 +196,7 @@ fn checked(target: Option<Target>, errors: FieldErrors) -> Result<Target, Submit
 
 /// A task owned by and run as `user`, scheduled as asked; a list target's size is the
 /// progress total up front.
-fn new_task(
+pub(crate) fn new_task(
     kind: ActionKind,
     target: &Target,
     spec: &impl Serialize,

@@ -6,14 +6,13 @@ use chrono::{DateTime, Utc};
 use queue::{NewTask, QueueError, Store, Task};
 
 use super::idempotency::IdempotencyKey;
-use super::spec::{
-    SubmitError, email_task, export_task, status_change_task, unwatch_task, watch_task,
-};
+use super::kinds::{NodeLimits, task_for};
+use super::spec::SubmitError;
 use crate::users::StaffUser;
 
-/// Validates `request` and enqueues its task, owned by and run as `user`; `max_row_cap` is
-/// the node's export limit. The task is committed (and the workers woken) when this
-/// returns, or nothing is.
+/// Validates `request` and enqueues its task, owned by and run as `user`, within the node's
+/// `limits`. The task is committed (and the workers woken) when this returns, or nothing
+/// is.
 ///
 /// With an idempotency `key`, a request the user sent before with that key returns the task
 /// it made instead of a new one (see [`super::idempotency`]).
@@ -21,19 +20,11 @@ pub async fn submit(
     store: &Store,
     user: &StaffUser,
     request: ActionRequest,
-    max_row_cap: u64,
+    limits: &NodeLimits,
     key: Option<&IdempotencyKey>,
 ) -> Result<Task, SubmitError> {
     let mut txn = store.begin_queue().await?;
-    let task = match request {
-        ActionRequest::Export(request) => export_task(user, request, max_row_cap)?,
-        ActionRequest::ProgramStatusChange(request) => {
-            status_change_task(&*txn, user, request).await?
-        }
-        ActionRequest::Watch(request) => watch_task(user, request)?,
-        ActionRequest::Unwatch(request) => unwatch_task(user, request)?,
-        ActionRequest::Email(request) => email_task(user, request)?,
-    };
+    let task = task_for(&*txn, user, request, limits).await?;
     let row = match key {
         None => txn.enqueue(task).await?,
         Some(key) => {

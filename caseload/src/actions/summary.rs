@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use bulkq_types::actions::{ActionKind, PEOPLE_IMPORT, component_label};
-use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::words::{plural, quoted};
 use queue::Task;
@@ -12,7 +11,7 @@ use sea_orm::ConnectionTrait;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::spec::{EmailSpec, ExportSpec, StatusChangeSpec, WatchSpec};
+use super::kinds::{Summarize, for_action};
 use super::target::Target;
 use crate::CaseloadError;
 use crate::people_import::ImportSpec;
@@ -31,7 +30,7 @@ impl StatusNames {
     }
 
     /// A status's name; its code if it was deleted since.
-    fn name<'a>(&'a self, code: &'a str) -> &'a str {
+    pub(crate) fn name<'a>(&'a self, code: &'a str) -> &'a str {
         self.0.get(code).map_or(code, String::as_str)
     }
 }
@@ -42,7 +41,7 @@ pub fn summarize(task: &Task, statuses: &StatusNames) -> String {
     let spec = &task.execution_spec;
     let component = task.execution_component_name.as_str();
     let summary = match ActionKind::of_component(component) {
-        Some(kind) => summarize_action(kind, task, statuses),
+        Some(kind) => for_action(kind, Summarize { task, statuses }),
         None if component == PEOPLE_IMPORT => read::<ImportSpec>(spec).map(|spec| {
             let sync = if spec.full_sync { " (full sync)" } else { "" };
             format!("Import people from {}{sync}", quoted(&spec.file_name))
@@ -52,32 +51,6 @@ pub fn summarize(task: &Task, statuses: &StatusNames) -> String {
     summary.unwrap_or_else(|| component_label(component).to_owned())
 }
 
-/// A bulk action's request in one line; `None` if its spec no longer reads.
-fn summarize_action(kind: ActionKind, task: &Task, statuses: &StatusNames) -> Option<String> {
-    let spec = &task.execution_spec;
-    let people = |target: &Target| describe_target(target, task, statuses);
-    match kind {
-        ActionKind::Export => read::<ExportSpec>(spec).map(|spec| {
-            let columns = describe_columns(&spec.columns);
-            format!("Export {} to CSV ({columns})", people(&spec.target))
-        }),
-        ActionKind::ProgramStatusChange => read::<StatusChangeSpec>(spec).map(|spec| {
-            let status = statuses.name(&spec.change.to_status);
-            format!("Change status of {} to {status}", people(&spec.target))
-        }),
-        ActionKind::Watch => {
-            read::<WatchSpec>(spec).map(|spec| format!("Watch {}", people(&spec.target)))
-        }
-        ActionKind::Unwatch => {
-            read::<WatchSpec>(spec).map(|spec| format!("Unwatch {}", people(&spec.target)))
-        }
-        ActionKind::Email => read::<EmailSpec>(spec).map(|spec| {
-            let subject = quoted(&spec.content.subject);
-            format!("Email {}: {subject}", people(&spec.target))
-        }),
-    }
-}
-
 /// The spec as `S`, read in place (no copy of a long id list).
 fn read<'a, S: Deserialize<'a>>(spec: &'a serde_json::Value) -> Option<S> {
     S::deserialize(spec).ok()
@@ -85,7 +58,7 @@ fn read<'a, S: Deserialize<'a>>(spec: &'a serde_json::Value) -> Option<S> {
 
 /// "3 people", or a query in words: "285 people matching 'ana', in Inactive". A query's
 /// size is known once the task has counted it.
-fn describe_target(target: &Target, task: &Task, statuses: &StatusNames) -> String {
+pub(crate) fn describe_target(target: &Target, task: &Task, statuses: &StatusNames) -> String {
     let filter = match target {
         Target::Ids(ids) => return plural(ids.len() as u64, "person", "people"),
         Target::Query(filter) => filter,
@@ -140,22 +113,16 @@ fn describe_filter(filter: &PersonFilter, owner: Uuid, statuses: &StatusNames) -
     words
 }
 
-/// "all columns", or their labels in order.
-fn describe_columns(columns: &[ExportColumn]) -> String {
-    if ALL_COLUMNS.iter().all(|column| columns.contains(column)) {
-        return "all columns".to_owned();
-    }
-    let labels: Vec<&str> = columns.iter().map(|column| column.label()).collect();
-    labels.join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
     use queue::TaskStatus;
     use serde::Serialize;
 
+    use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
+
     use super::*;
+    use crate::actions::kinds::{EmailSpec, ExportSpec, StatusChangeSpec, WatchSpec};
     use crate::email::EmailContent;
     use crate::status_change::StatusChange;
 

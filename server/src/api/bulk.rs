@@ -71,6 +71,12 @@ bulk_action_endpoint!(post_watch, "/caseload/watches", WatchRequest, Watch);
 bulk_action_endpoint!(post_unwatch, "/caseload/unwatches", WatchRequest, Unwatch);
 bulk_action_endpoint!(post_email, "/caseload/emails", EmailRequest, Email);
 
+/// The bulk actions' part of the API's contract, merged into its document
+/// (`super::openapi`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(post_export, post_status_change, post_watch, post_unwatch, post_email))]
+pub struct BulkActionPaths;
+
 /// The endpoint submitting `kind`, at `kind.api_path()` (where its OpenAPI entry above
 /// documents it; the contract test checks that the two agree).
 pub fn submit_route(kind: ActionKind) -> MethodRouter<ApiState> {

@@ -31,12 +31,7 @@ use crate::web::SESSION_COOKIE;
         periodic::pause_periodic_job,
         periodic::resume_periodic_job,
         events::task_events,
-        bulk::post_export,
         bulk::get_export_file,
-        bulk::post_status_change,
-        bulk::post_watch,
-        bulk::post_unwatch,
-        bulk::post_email,
         people::upsert_people,
         people::retire_people,
     ),
@@ -67,9 +62,14 @@ impl Modify for Credentials {
     }
 }
 
+/// The whole document: [`ApiDoc`] with every bulk action's endpoint.
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi().merge_from(bulk::BulkActionPaths::openapi())
+}
+
 /// `GET /api/1/openapi.json`.
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+    Json(document())
 }
 
 #[cfg(test)]
@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn every_action_is_documented_where_it_is_routed() {
-        let doc = ApiDoc::openapi();
+        let doc = document();
         for kind in ActionKind::ALL {
             let documented = doc.paths.paths.get(kind.api_path());
             assert!(

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use bulkq_types::requests::{StatusChangeRequest, TargetRequest};
-use caseload::actions::spec::status_change_task;
+use bulkq_types::requests::{ActionRequest, StatusChangeRequest, TargetRequest};
+use caseload::actions::task_for;
 use caseload::actions::task_report;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::{Role, StaffUser};
@@ -20,7 +20,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, QueryRes
 use tokio::process::Child;
 use uuid::Uuid;
 
-use crate::helpers::add_user;
+use crate::helpers::{NODE_LIMITS, add_user};
 use crate::nodes::{ScratchDir, kill};
 
 /// Tasks in the chaos test unless `BULKQ_CHAOS_TASKS` says otherwise: the short form that
@@ -225,10 +225,15 @@ async fn status_change(txn: &DatabaseTransaction, user: &StaffUser, people: Vec<
         ..StatusChangeRequest::default()
     };
     // The kills are the test's doing: however often a task is caught in one, it has attempts left.
-    status_change_task(txn, user, request)
-        .await
-        .unwrap()
-        .with_max_attempts(1_000)
+    task_for(
+        txn,
+        user,
+        ActionRequest::ProgramStatusChange(request),
+        &NODE_LIMITS,
+    )
+    .await
+    .unwrap()
+    .with_max_attempts(1_000)
 }
 
 /// Enqueues one status change per target, committed in transactions of 500, and returns

@@ -26,7 +26,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement}
 use tokio::process::Child;
 use uuid::Uuid;
 
-use crate::helpers::{add_user, uploaded};
+use crate::helpers::{NODE_LIMITS, add_user, uploaded};
 use crate::nodes::{ScratchDir, kill};
 
 queue::backend_tests!(Migrator =>
@@ -57,7 +57,7 @@ async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
         reason: "crash test".into(),
         ..StatusChangeRequest::default()
     });
-    let task = submit(&store, &user, request, 1_000_000, None)
+    let task = submit(&store, &user, request, &NODE_LIMITS, None)
         .await
         .unwrap();
 
@@ -123,7 +123,7 @@ async fn an_email_survives_killed_nodes(db: TestDatabase) {
         cc: vec![],
         ..EmailRequest::default()
     });
-    let task = submit(&store, &user, request, 1_000_000, None)
+    let task = submit(&store, &user, request, &NODE_LIMITS, None)
         .await
         .unwrap();
 

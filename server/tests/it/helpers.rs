@@ -13,6 +13,11 @@ use tower::ServiceExt;
 
 pub const PASSWORD: &str = "test-password-long";
 
+/// A node's limits for tests that submit directly, far above what they ask.
+pub const NODE_LIMITS: caseload::actions::NodeLimits = caseload::actions::NodeLimits {
+    export_row_cap: 1_000_000,
+};
+
 /// Creates a user who signs in with [`PASSWORD`].
 pub async fn add_user(db: &TestDatabase, username: &str, role: Role) -> StaffUser {
     create_user(

@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use bulkq_types::filter::PersonFilter;
-use bulkq_types::requests::{StatusChangeRequest, TargetRequest};
-use caseload::actions::spec::status_change_task;
+use bulkq_types::requests::{ActionRequest, StatusChangeRequest, TargetRequest};
+use caseload::actions::task_for;
 use caseload::actions::task_report;
 use caseload::users::{Role, StaffUser};
 use migration::Migrator;
@@ -23,7 +23,7 @@ use crate::cluster::{
     all_tasks, effect_errors, enqueue_status_changes, history_rows, people_all_active, unfinished,
     wait_for,
 };
-use crate::helpers::add_user;
+use crate::helpers::{NODE_LIMITS, add_user};
 use crate::nodes::{ScratchDir, kill, terminate};
 
 queue::backend_tests!(Migrator => restarting_every_node_in_turn_loses_doubles_and_parks_nothing);
@@ -177,7 +177,8 @@ async fn enqueue_long_change(
         ..StatusChangeRequest::default()
     };
     let mut txn = store.begin_queue().await.unwrap();
-    let task = status_change_task(&*txn, user, request).await.unwrap();
+    let request = ActionRequest::ProgramStatusChange(request);
+    let task = task_for(&*txn, user, request, &NODE_LIMITS).await.unwrap();
     let row = txn.enqueue(task).await.unwrap();
     txn.commit().await.unwrap();
     row.id

@@ -16,7 +16,7 @@ use bulkq_types::actions::ActionKind;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::{ActionRequest, ScheduleRequest};
 
-use super::bulk_forms::{BulkForm, Drafts, has_form};
+use super::bulk_forms::{BulkForm, Drafts, has_form, question};
 use super::selection::Selection;
 use crate::api::bulk::{SubmittedTask, preview_bulk_target, submit_bulk_action};
 use crate::api::caseload::ProgramStatusOption;
@@ -54,34 +54,6 @@ fn return_step(kind: ActionKind) -> Step {
     match has_form(kind) {
         true => Step::Form(kind),
         false => Step::Closed,
-    }
-}
-
-/// The confirmation question, e.g. "Change the status of 3 people to Inactive?".
-fn question(request: &ActionRequest, people: u64, statuses: &[ProgramStatusOption]) -> String {
-    let people = format::plural(people, "person", "people");
-    match request {
-        ActionRequest::Export(export) => format!(
-            "Export {people} to CSV ({})?",
-            format::plural(
-                export.columns.as_ref().map_or(0, Vec::len) as u64,
-                "column",
-                "columns"
-            )
-        ),
-        ActionRequest::ProgramStatusChange(change) => {
-            let to_status = &change.to_status;
-            let name = statuses
-                .iter()
-                .find(|s| s.code == *to_status)
-                .map_or(to_status.as_str(), |s| s.name.as_str());
-            format!("Change the status of {people} to {name}?")
-        }
-        ActionRequest::Watch(_) => format!("Watch {people}?"),
-        ActionRequest::Unwatch(_) => format!("Stop watching {people}?"),
-        ActionRequest::Email(email) => {
-            format!("Email {people} with the subject “{}”?", email.subject)
-        }
     }
 }
 
@@ -312,42 +284,7 @@ fn Submitted(task: SubmittedTask, people: u64) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use bulkq_types::export::ExportColumn;
-    use bulkq_types::requests::{ExportRequest, StatusChangeRequest, WatchRequest};
-
     use super::*;
-
-    #[test]
-    fn the_question_names_the_action_the_count_and_the_change() {
-        let statuses = [ProgramStatusOption {
-            code: "INACTIVE".into(),
-            name: "Inactive".into(),
-        }];
-        let change = ActionRequest::ProgramStatusChange(StatusChangeRequest {
-            to_status: "INACTIVE".into(),
-            reason: "moved away".into(),
-            ..StatusChangeRequest::default()
-        });
-        assert_eq!(
-            question(&change, 3, &statuses),
-            "Change the status of 3 people to Inactive?"
-        );
-        let watch = ActionRequest::Watch(WatchRequest::default());
-        assert_eq!(question(&watch, 1, &statuses), "Watch 1 person?");
-        let unwatch = ActionRequest::Unwatch(WatchRequest::default());
-        assert_eq!(
-            question(&unwatch, 2500, &statuses),
-            "Stop watching 2,500 people?"
-        );
-        let export = ActionRequest::Export(ExportRequest {
-            columns: Some(vec![ExportColumn::Id, ExportColumn::Email]),
-            ..ExportRequest::default()
-        });
-        assert_eq!(
-            question(&export, 40, &statuses),
-            "Export 40 people to CSV (2 columns)?"
-        );
-    }
 
     #[test]
     fn a_failure_returns_to_the_form_it_came_from() {

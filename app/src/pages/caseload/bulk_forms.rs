@@ -1,7 +1,7 @@
 //! The forms of the bulk actions that ask for something: export (columns), change status
 //! (status and reason) and email (subject, message, cc). Watch and unwatch need nothing
 //! and go straight to their confirmation ([`has_form`]). Each form fills in the JSON API's
-//! own request for its action.
+//! own request for its action, which its confirmation asks about ([`question`]).
 //!
 //! What a form holds lives in [`Drafts`], outside the form, so going back from the
 //! confirmation (or from an error) finds everything as it was typed.
@@ -19,7 +19,7 @@ use leptos::web_sys;
 
 use crate::api::bulk::PRIORITIES;
 use crate::api::caseload::ProgramStatusOption;
-use crate::local_time;
+use crate::{format, local_time};
 
 /// Whether `kind` asks for anything before its confirmation.
 pub fn has_form(kind: ActionKind) -> bool {
@@ -98,6 +98,34 @@ impl Drafts {
                 cc: split_addresses(&self.cc.get_untracked()),
                 ..EmailRequest::default()
             }),
+        }
+    }
+}
+
+/// The confirmation question, e.g. "Change the status of 3 people to Inactive?".
+pub fn question(request: &ActionRequest, people: u64, statuses: &[ProgramStatusOption]) -> String {
+    let people = format::plural(people, "person", "people");
+    match request {
+        ActionRequest::Export(export) => format!(
+            "Export {people} to CSV ({})?",
+            format::plural(
+                export.columns.as_ref().map_or(0, Vec::len) as u64,
+                "column",
+                "columns"
+            )
+        ),
+        ActionRequest::ProgramStatusChange(change) => {
+            let to_status = &change.to_status;
+            let name = statuses
+                .iter()
+                .find(|s| s.code == *to_status)
+                .map_or(to_status.as_str(), |s| s.name.as_str());
+            format!("Change the status of {people} to {name}?")
+        }
+        ActionRequest::Watch(_) => format!("Watch {people}?"),
+        ActionRequest::Unwatch(_) => format!("Stop watching {people}?"),
+        ActionRequest::Email(email) => {
+            format!("Email {people} with the subject “{}”?", email.subject)
         }
     }
 }
@@ -284,6 +312,38 @@ fn schedule_fields(drafts: Drafts, kind: ActionKind) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_question_names_the_action_the_count_and_the_change() {
+        let statuses = [ProgramStatusOption {
+            code: "INACTIVE".into(),
+            name: "Inactive".into(),
+        }];
+        let change = ActionRequest::ProgramStatusChange(StatusChangeRequest {
+            to_status: "INACTIVE".into(),
+            reason: "moved away".into(),
+            ..StatusChangeRequest::default()
+        });
+        assert_eq!(
+            question(&change, 3, &statuses),
+            "Change the status of 3 people to Inactive?"
+        );
+        let watch = ActionRequest::Watch(WatchRequest::default());
+        assert_eq!(question(&watch, 1, &statuses), "Watch 1 person?");
+        let unwatch = ActionRequest::Unwatch(WatchRequest::default());
+        assert_eq!(
+            question(&unwatch, 2500, &statuses),
+            "Stop watching 2,500 people?"
+        );
+        let export = ActionRequest::Export(ExportRequest {
+            columns: Some(vec![ExportColumn::Id, ExportColumn::Email]),
+            ..ExportRequest::default()
+        });
+        assert_eq!(
+            question(&export, 40, &statuses),
+            "Export 40 people to CSV (2 columns)?"
+        );
+    }
 
     #[test]
     fn cc_addresses_may_be_separated_any_usual_way() {

@@ -6,19 +6,29 @@
 //! If recipients are still deferred at the end, the attempt ends with a transient error, so
 //! the queue tries again after its backoff, which is the pause a relay saying "later" needs.
 
+use bulkq_types::actions::ActionKind;
+use bulkq_types::requests::{EmailRequest, ScheduleRequest};
+use bulkq_types::words::quoted;
 use chrono::Utc;
 use futures_util::{StreamExt, stream};
 use queue::{TaskContext, TaskError, TaskExecutor};
+use sea_orm::ConnectionTrait;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::{BulkAction, NodeLimits};
+use crate::actions::ActionsConfig;
 use crate::actions::pace::SharedPace;
-use crate::actions::spec::EmailSpec;
+use crate::actions::spec::{RequestChecks, SubmitError, everyone};
+use crate::actions::summary::StatusNames;
+use crate::actions::target::Target;
 use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
 use crate::email::{
     Claim, Delivery, EmailContent, Mailer, Recipient, claim_deferred, claim_recipients,
     deferred_count, fail_interrupted, record_outcomes,
 };
+use crate::users::StaffUser;
 
 /// Messages in flight at once (over the relay's pooled connections). One at a time, a
 /// relay round trip bounds throughput: lettre 0.11 leaves Nagle's algorithm on, so every
@@ -29,6 +39,61 @@ const SEND_CONCURRENCY: usize = 8;
 /// is sent, so a crash mid-send costs at most this many recipients their message (they are
 /// marked failed rather than risk sending twice).
 pub(crate) const EMAIL_BATCH_MAX: u64 = 100;
+
+pub(crate) struct Email;
+
+/// What a `caseload.email` task does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailSpec {
+    pub target: Target,
+    pub content: EmailContent,
+}
+
+impl BulkAction for Email {
+    const KIND: ActionKind = ActionKind::Email;
+    type Request = EmailRequest;
+    type Spec = EmailSpec;
+
+    async fn check<C: ConnectionTrait>(
+        _db: &C,
+        _user: &StaffUser,
+        request: EmailRequest,
+        _limits: &NodeLimits,
+    ) -> Result<(EmailSpec, ScheduleRequest), SubmitError> {
+        let mut checks = RequestChecks::new(&request.unknown);
+        let schedule = checks.schedule(request.schedule);
+        let target = checks.target(request.target, everyone());
+        let content = EmailContent {
+            subject: request.subject,
+            body: request.body,
+            cc: request.cc,
+        };
+        checks.add(content.problems());
+        let spec = EmailSpec {
+            target: checks.finish(target)?,
+            content,
+        };
+        Ok((spec, schedule))
+    }
+
+    fn target(spec: &EmailSpec) -> &Target {
+        &spec.target
+    }
+
+    fn summary(spec: &EmailSpec, people: &str, _: &StatusNames) -> String {
+        format!("Email {people}: {}", quoted(&spec.content.subject))
+    }
+
+    fn executor(
+        config: &ActionsConfig,
+        pace: &dyn Fn(u64) -> SharedPace,
+    ) -> impl TaskExecutor + 'static {
+        EmailExecutor {
+            mailer: config.mailer.clone(),
+            pace: pace(config.batch_size.min(EMAIL_BATCH_MAX)),
+        }
+    }
+}
 
 pub(crate) struct EmailExecutor {
     pub mailer: Mailer,

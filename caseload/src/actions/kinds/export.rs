@@ -6,15 +6,98 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
+use bulkq_types::actions::ActionKind;
+use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
+use bulkq_types::requests::{ExportRequest, ScheduleRequest};
 use queue::{TaskContext, TaskError, TaskExecutor};
+use sea_orm::ConnectionTrait;
+use serde::{Deserialize, Serialize};
 
+use super::{BulkAction, NodeLimits};
 use crate::access::{Targets, load_targets};
-use crate::actions::export_file;
 use crate::actions::pace::SharedPace;
-use crate::actions::spec::ExportSpec;
+use crate::actions::spec::{RequestChecks, SubmitError, everyone};
+use crate::actions::summary::StatusNames;
+use crate::actions::target::Target;
 use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
+use crate::actions::{ActionsConfig, export_file};
 use crate::entity::person;
-use crate::export::{CsvExport, ExportOptions, ExportProgress};
+use crate::export::{CsvExport, DEFAULT_ROW_CAP, ExportOptions, ExportProgress};
+use crate::users::StaffUser;
+
+pub(crate) struct Export;
+
+/// What a `caseload.export` task does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportSpec {
+    pub target: Target,
+    pub columns: Vec<ExportColumn>,
+    pub row_cap: u64,
+}
+
+impl BulkAction for Export {
+    const KIND: ActionKind = ActionKind::Export;
+    type Request = ExportRequest;
+    type Spec = ExportSpec;
+
+    /// Columns default to all of them, the row cap to the node's (and never above it).
+    async fn check<C: ConnectionTrait>(
+        _db: &C,
+        _user: &StaffUser,
+        request: ExportRequest,
+        limits: &NodeLimits,
+    ) -> Result<(ExportSpec, ScheduleRequest), SubmitError> {
+        let max_row_cap = limits.export_row_cap;
+        let mut checks = RequestChecks::new(&request.unknown);
+        let schedule = checks.schedule(request.schedule);
+        let target = checks.target(request.target, everyone());
+        let options = ExportOptions {
+            columns: request.columns.unwrap_or_else(|| ALL_COLUMNS.to_vec()),
+            row_cap: request.row_cap.unwrap_or(max_row_cap.min(DEFAULT_ROW_CAP)),
+        };
+        checks.add(options.problems());
+        if options.row_cap > max_row_cap {
+            let problem = format!("at most {max_row_cap} rows per export");
+            checks.add([("row_cap", problem)]);
+        }
+        let spec = ExportSpec {
+            target: checks.finish(target)?,
+            columns: options.columns,
+            row_cap: options.row_cap,
+        };
+        Ok((spec, schedule))
+    }
+
+    fn target(spec: &ExportSpec) -> &Target {
+        &spec.target
+    }
+
+    fn summary(spec: &ExportSpec, people: &str, _: &StatusNames) -> String {
+        format!(
+            "Export {people} to CSV ({})",
+            describe_columns(&spec.columns)
+        )
+    }
+
+    fn executor(
+        config: &ActionsConfig,
+        pace: &dyn Fn(u64) -> SharedPace,
+    ) -> impl TaskExecutor + 'static {
+        ExportExecutor {
+            exports_dir: config.exports_dir.clone(),
+            pace: pace(config.batch_size),
+        }
+    }
+}
+
+/// "all columns", or their labels in order.
+fn describe_columns(columns: &[ExportColumn]) -> String {
+    if ALL_COLUMNS.iter().all(|column| columns.contains(column)) {
+        return "all columns".to_owned();
+    }
+    let labels: Vec<&str> = columns.iter().map(|column| column.label()).collect();
+    labels.join(", ")
+}
 
 pub(crate) struct ExportExecutor {
     pub exports_dir: PathBuf,
