@@ -2,13 +2,13 @@
 //! everyone, run by the queue with the real executors.
 //!
 //! ```text
-//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|import]...
+//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|reassign|import]...
 //! ```
 //! With no step named, runs seed, search, status and export; run one step per process to see
 //! its own peak RSS. `search`, `status`, `export` and `email` expect the people to exist;
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
-//! afterwards). `import` brings in a generated CSV file of as many new people, then the same
+//! afterwards). `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
 //! file again (which changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
 //! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
 //! actions with N people per batch instead of the product's default.
@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
 use bulkq_types::requests::{
-    ActionRequest, EmailRequest, ExportRequest, StatusChangeRequest, TargetRequest,
+    ActionRequest, CoachReassignmentRequest, EmailRequest, ExportRequest, StatusChangeRequest,
+    TargetRequest,
 };
 use caseload::actions::{
     ActionsConfig, BATCH_SIZE_DEFAULT, NodeLimits, export_file, submit, task_report,
@@ -45,7 +46,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, people, steps @ ..] = args.as_slice() else {
         return Err(
-            "usage: scale <database-url> <people> [seed|search|status|export|email]...".into(),
+            "usage: scale <database-url> <people> [seed|search|status|export|email|reassign|import]..."
+                .into(),
         );
     };
     let people: u64 = people.parse()?;
@@ -107,6 +109,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 body: "One message per person, to the development outbox.".into(),
                 cc: Vec::new(),
                 ..EmailRequest::default()
+            })
+        })
+        .await?;
+    }
+    if wants("reassign") {
+        let coach = new_user(&db, "Scale coach", Role::Staff).await?;
+        run_action(&db, "coach reassignment", everyone(), |target| {
+            ActionRequest::CoachReassignment(CoachReassignmentRequest {
+                target,
+                to_coach: coach.username,
+                ..CoachReassignmentRequest::default()
             })
         })
         .await?;
@@ -326,12 +339,21 @@ async fn timed_search(
 
 /// An admin to act as (a new one per run, so runs do not depend on each other).
 async fn admin(db: &DatabaseConnection) -> Result<StaffUser, Box<dyn std::error::Error>> {
+    new_user(db, "Scale admin", Role::Admin).await
+}
+
+/// A new user of its own for one run, called `name`.
+async fn new_user(
+    db: &DatabaseConnection,
+    name: &str,
+    role: Role,
+) -> Result<StaffUser, Box<dyn std::error::Error>> {
     Ok(create_user(
         db,
         NewStaffUser {
-            username: format!("scale-admin-{}", Uuid::now_v7().simple()),
-            display_name: "Scale admin".into(),
-            role: Role::Admin,
+            username: format!("scale-{}", Uuid::now_v7().simple()),
+            display_name: name.into(),
+            role,
             password: "scale-password-long".into(),
         },
     )

@@ -12,11 +12,12 @@
 //! - [`access`]: the run_as rule (who may act on whom).
 //! - The bulk actions' domain work, one batch at a time, on any connection or transaction
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
-//!   [`export`], [`email`].
+//!   [`export`], [`email`], [`coach_reassignment`].
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
 
 pub mod access;
 pub mod actions;
+pub mod coach_reassignment;
 pub mod email;
 pub mod entity;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod export;
 mod once_per_task;
 pub mod people_import;
 pub mod people_sync;
+mod person_changes;
 pub mod search;
 pub mod seed;
 pub mod status_change;

@@ -9,15 +9,15 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use queue::IdListFilter;
+use sea_orm::ConnectionTrait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
 use crate::entity::{person, program_status_change as history};
 use crate::once_per_task::insert_new;
+use crate::person_changes::{lock_people, set_for};
 use crate::statuses::require_status;
 use bulkq_types::filter::MAX_STATUS_CODE_LEN;
 use bulkq_types::text::{Lines, control_character_problem};
@@ -82,22 +82,7 @@ pub async fn change_status<C: ConnectionTrait>(
 ) -> Result<BatchReport, CaseloadError> {
     check_batch_size(person_ids)?;
     change.validate(db).await?;
-    // Locked on PostgreSQL so the `from_status` recorded is the one replaced (SQLite has a
-    // single writer and ignores the clause), in id order, so two tasks changing the same
-    // people wait for each other instead of deadlocking.
-    let current: Vec<(Uuid, Option<Uuid>, String)> = person::Entity::find()
-        .select_only()
-        .column(person::Column::Id)
-        .column(person::Column::CoachId)
-        .column(person::Column::ProgramStatus)
-        .filter(
-            person::Column::Id.in_id_list(db.get_database_backend(), person_ids.iter().copied()),
-        )
-        .order_by_asc(person::Column::Id)
-        .lock_exclusive()
-        .into_tuple()
-        .all(db)
-        .await?;
+    let current = lock_people(db, person_ids).await?;
     let coaches: HashMap<Uuid, Option<Uuid>> =
         current.iter().map(|(id, coach, _)| (*id, *coach)).collect();
     let targets = sort_targets(actor, person_ids, &coaches);
@@ -112,20 +97,15 @@ pub async fn change_status<C: ConnectionTrait>(
         .filter_map(|id| from.get(id).map(|status| (*id, *status)))
         .collect();
     let recorded = record_history(db, task_id, actor, change, &to_change, now).await?;
-    if !recorded.is_empty() {
-        person::Entity::update_many()
-            .col_expr(
-                person::Column::ProgramStatus,
-                Expr::value(change.to_status.as_str()),
-            )
-            .col_expr(person::Column::UpdatedBy, Expr::value(actor.id))
-            .col_expr(person::Column::UpdatedAt, Expr::value(now))
-            .filter(
-                person::Column::Id.in_id_list(db.get_database_backend(), recorded.iter().copied()),
-            )
-            .exec(db)
-            .await?;
-    }
+    let new_status = Expr::value(change.to_status.as_str());
+    set_for(
+        db,
+        &recorded,
+        (person::Column::ProgramStatus, new_status),
+        actor,
+        now,
+    )
+    .await?;
     Ok(BatchReport::for_targets(&targets, recorded.len() as u64))
 }
 

@@ -83,6 +83,31 @@ test('staff change the status of 3 people and see the task complete live on My t
   await signOut(page);
 });
 
+test('staff move two people of their caseload to a colleague', async ({ browser }, testInfo) => {
+  const page = await pageAs(browser, users.staff);
+  await search(page, { q: 'Tanaka', mine: true });
+  const chosen = await selectPeopleWithEmail(page, 2);
+
+  await page.getByRole('button', { name: 'Reassign coach' }).click();
+  await page.getByLabel('New coach').selectOption({ label: 'Olu Other' });
+  await continueTo(page, 'Move 2 people to the coach e2e-other?');
+  const taskId = await confirmAndGetTask(page, 'Reassign coach task submitted for 2 people.');
+
+  await page.getByRole('link', { name: 'View the task' }).click();
+  await expect(page.getByRole('heading', { name: 'Reassign coach task' })).toBeVisible();
+  await expect(page.getByTestId('task-summary')).toHaveText('Move 2 people to Olu Other');
+  await expect(page.getByTestId('task-status')).toHaveText('COMPLETED');
+  await expect(reportCount(page, 'Moved')).toHaveText('2');
+  await screenshot(page, testInfo, 'task detail: coach reassignment');
+  expect(page.url()).toContain(taskId);
+
+  // They have left Erin's caseload.
+  await search(page, { q: 'Tanaka', mine: true });
+  for (const schoolId of chosen) {
+    await expect(page.locator(`tr[data-school-id="${schoolId}"]`)).toHaveCount(0);
+  }
+});
+
 test('staff export everyone matching a search and download the CSV', async ({ browser }, testInfo) => {
   const page = await pageAs(browser, users.staff);
   // More than one page matches, so "select all matching" reaches beyond the page.

@@ -17,6 +17,7 @@ mod m20261122_000042_drop_unused_person_indexes;
 mod m20261128_000170_staff_accounts;
 mod m20261128_000180_retired_status;
 mod m20261128_000190_people_imports;
+mod m20261129_000200_coach_changes;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000170_staff_accounts::Migration),
             Box::new(m20261128_000180_retired_status::Migration),
             Box::new(m20261128_000190_people_imports::Migration),
+            Box::new(m20261129_000200_coach_changes::Migration),
         ]
     }
 }

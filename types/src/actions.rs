@@ -16,13 +16,15 @@ pub enum ActionKind {
     Watch,
     Unwatch,
     Email,
+    CoachReassignment,
 }
 
 impl ActionKind {
     /// Every action, in the order the dashboard offers them.
-    pub const ALL: [ActionKind; 5] = [
+    pub const ALL: [ActionKind; 6] = [
         ActionKind::Export,
         ActionKind::ProgramStatusChange,
+        ActionKind::CoachReassignment,
         ActionKind::Watch,
         ActionKind::Unwatch,
         ActionKind::Email,
@@ -36,6 +38,7 @@ impl ActionKind {
             ActionKind::Watch => "caseload.watch",
             ActionKind::Unwatch => "caseload.unwatch",
             ActionKind::Email => "caseload.email",
+            ActionKind::CoachReassignment => "caseload.coach_reassignment",
         }
     }
 
@@ -54,6 +57,7 @@ impl ActionKind {
             ActionKind::Watch => "Watch",
             ActionKind::Unwatch => "Unwatch",
             ActionKind::Email => "Email",
+            ActionKind::CoachReassignment => "Reassign coach",
         }
     }
 
@@ -65,6 +69,7 @@ impl ActionKind {
             ActionKind::Watch => "/caseload/watches",
             ActionKind::Unwatch => "/caseload/unwatches",
             ActionKind::Email => "/caseload/emails",
+            ActionKind::CoachReassignment => "/caseload/coach-reassignments",
         }
     }
 
@@ -76,6 +81,7 @@ impl ActionKind {
             ActionKind::Watch => ("Now watched", Some("Already watched")),
             ActionKind::Unwatch => ("No longer watched", Some("Were not watched")),
             ActionKind::Email => ("Sent", Some("Already handled by an earlier attempt")),
+            ActionKind::CoachReassignment => ("Moved", Some("Already with that coach")),
         };
         ReportWords {
             changed,

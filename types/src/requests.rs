@@ -116,6 +116,23 @@ pub struct EmailRequest {
     pub unknown: UnknownFields,
 }
 
+/// `POST /api/1/caseload/coach-reassignments`: move people to another coach. Staff may
+/// move the people in their caseload (those they coach and those nobody coaches), admins
+/// anyone; `"all": true` is everyone the user may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CoachReassignmentRequest {
+    #[serde(flatten)]
+    pub target: TargetRequest,
+    #[serde(flatten)]
+    pub schedule: ScheduleRequest,
+    /// The username of the new coach, an enabled account.
+    pub to_coach: String,
+    #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub unknown: UnknownFields,
+}
+
 /// `POST /api/1/caseload/unwatches`: the same fields as a watch.
 pub type UnwatchRequest = WatchRequest;
 
@@ -130,6 +147,7 @@ pub enum ActionRequest {
     Watch(WatchRequest),
     Unwatch(UnwatchRequest),
     Email(EmailRequest),
+    CoachReassignment(CoachReassignmentRequest),
 }
 
 impl ActionRequest {
@@ -141,6 +159,7 @@ impl ActionRequest {
             ActionRequest::Watch(_) => ActionKind::Watch,
             ActionRequest::Unwatch(_) => ActionKind::Unwatch,
             ActionRequest::Email(_) => ActionKind::Email,
+            ActionRequest::CoachReassignment(_) => ActionKind::CoachReassignment,
         }
     }
 
@@ -151,6 +170,7 @@ impl ActionRequest {
             ActionRequest::ProgramStatusChange(request) => &request.target,
             ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => &request.target,
             ActionRequest::Email(request) => &request.target,
+            ActionRequest::CoachReassignment(request) => &request.target,
         }
     }
 
@@ -166,6 +186,9 @@ impl ActionRequest {
                 (&mut request.target, &mut request.schedule)
             }
             ActionRequest::Email(request) => (&mut request.target, &mut request.schedule),
+            ActionRequest::CoachReassignment(request) => {
+                (&mut request.target, &mut request.schedule)
+            }
         };
         *own_target = target;
         *own_schedule = schedule;
@@ -179,6 +202,7 @@ impl ActionRequest {
             ActionRequest::ProgramStatusChange(request) => request.schedule,
             ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => request.schedule,
             ActionRequest::Email(request) => request.schedule,
+            ActionRequest::CoachReassignment(request) => request.schedule,
         }
     }
 }

@@ -45,6 +45,19 @@ pub struct CaseloadResults {
     pub filter: PersonFilter,
 }
 
+/// Someone people may be moved to, as the coach pick list shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoachOption {
+    pub username: String,
+    pub display_name: String,
+}
+
+/// The enabled accounts, by username: who people may be moved to.
+#[server(endpoint = "coaches")]
+pub async fn list_coaches() -> Result<Vec<CoachOption>, AppError> {
+    crate::api::ssr::respond(ssr_impl::coaches()).await
+}
+
 /// Searches the caseload: people matching the query, 50 a page, in name order.
 #[server(endpoint = "search_caseload")]
 pub async fn search_caseload(query: CaseloadQuery) -> Result<CaseloadResults, AppError> {
@@ -96,6 +109,19 @@ pub(crate) mod ssr_impl {
         };
         let page = caseload::search::search_people(&db()?, &filter, page).await?;
         Ok(CaseloadResults { page, filter })
+    }
+
+    pub async fn coaches() -> Result<Vec<CoachOption>, AppError> {
+        require_user().await?;
+        Ok(caseload::users::accounts::list_accounts(&db()?)
+            .await?
+            .into_iter()
+            .filter(|account| account.disabled_at.is_none())
+            .map(|account| CoachOption {
+                username: account.username,
+                display_name: account.display_name,
+            })
+            .collect())
     }
 
     pub async fn program_statuses() -> Result<Vec<ProgramStatusOption>, AppError> {

@@ -32,7 +32,9 @@ use queue::{Registry, Task};
 use crate::CaseloadError;
 use crate::email::Mailer;
 pub use export_files::export_file;
-pub use kinds::{EmailSpec, ExportSpec, NodeLimits, StatusChangeSpec, WatchSpec, task_for};
+pub use kinds::{
+    CoachReassignmentSpec, EmailSpec, ExportSpec, NodeLimits, StatusChangeSpec, WatchSpec, task_for,
+};
 use kinds::{Register, for_action};
 use pace::SharedPace;
 pub use pace::{POSTGRES_BATCH_TIME_DEFAULT, SQLITE_BATCH_TIME_DEFAULT, batch_time_default};

@@ -1,6 +1,7 @@
 //! SeaORM entities for the caseload tables.
 
 pub mod api_token;
+pub mod coach_change;
 pub mod email_send_log;
 pub mod person;
 pub mod person_watch;

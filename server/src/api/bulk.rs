@@ -15,7 +15,8 @@ use axum::routing::{MethodRouter, post};
 use bulkq_types::actions::ActionKind;
 use bulkq_types::export::ExportFileState;
 use bulkq_types::requests::{
-    ActionRequest, EmailRequest, ExportRequest, StatusChangeRequest, WatchRequest,
+    ActionRequest, CoachReassignmentRequest, EmailRequest, ExportRequest, StatusChangeRequest,
+    WatchRequest,
 };
 use bulkq_types::task::TaskView;
 use caseload::actions::export_file;
@@ -70,11 +71,24 @@ bulk_action_endpoint!(
 bulk_action_endpoint!(post_watch, "/caseload/watches", WatchRequest, Watch);
 bulk_action_endpoint!(post_unwatch, "/caseload/unwatches", WatchRequest, Unwatch);
 bulk_action_endpoint!(post_email, "/caseload/emails", EmailRequest, Email);
+bulk_action_endpoint!(
+    post_coach_reassignment,
+    "/caseload/coach-reassignments",
+    CoachReassignmentRequest,
+    CoachReassignment
+);
 
 /// The bulk actions' part of the API's contract, merged into its document
 /// (`super::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(post_export, post_status_change, post_watch, post_unwatch, post_email))]
+#[openapi(paths(
+    post_export,
+    post_status_change,
+    post_watch,
+    post_unwatch,
+    post_email,
+    post_coach_reassignment
+))]
 pub struct BulkActionPaths;
 
 /// The endpoint submitting `kind`, at `kind.api_path()` (where its OpenAPI entry above
@@ -86,6 +100,7 @@ pub fn submit_route(kind: ActionKind) -> MethodRouter<ApiState> {
         ActionKind::Watch => post(post_watch),
         ActionKind::Unwatch => post(post_unwatch),
         ActionKind::Email => post(post_email),
+        ActionKind::CoachReassignment => post(post_coach_reassignment),
     }
 }
 

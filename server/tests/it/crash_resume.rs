@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use bulkq_types::actions::ActionReport;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::ActionRequest;
-use bulkq_types::requests::{EmailRequest, StatusChangeRequest, TargetRequest};
+use bulkq_types::requests::{
+    CoachReassignmentRequest, EmailRequest, StatusChangeRequest, TargetRequest,
+};
 use caseload::actions::{submit, task_report};
 use caseload::entity::email_send_log as send_log;
 use caseload::people_import::preview::preview;
@@ -31,6 +33,7 @@ use crate::nodes::{ScratchDir, kill};
 
 queue::backend_tests!(Migrator =>
     a_status_change_survives_killed_nodes,
+    a_coach_reassignment_survives_killed_nodes,
     an_email_survives_killed_nodes,
     a_people_import_survives_killed_nodes,
 );
@@ -63,25 +66,8 @@ async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
 
     let run = run_with_kills(&db, &store, task.id, people, batch_size, &[]).await;
 
-    let history = count_for_task(
-        &db,
-        "SELECT COUNT(*) FROM program_status_change WHERE task_id = $1",
-        task.id,
-    )
-    .await;
-    let people_with_history = count_for_task(
-        &db,
-        "SELECT COUNT(DISTINCT person_id) FROM program_status_change WHERE task_id = $1",
-        task.id,
-    )
-    .await;
-    let repeated = count_for_task(
-        &db,
-        "SELECT COUNT(*) FROM (SELECT person_id FROM program_status_change WHERE task_id = $1 \
-         GROUP BY person_id HAVING COUNT(*) > 1) AS repeated",
-        task.id,
-    )
-    .await;
+    let (history, people_with_history, repeated) =
+        history_of_task(&db, "program_status_change", task.id).await;
     let lost = to_change - people_with_history;
     let duplicated = history - people_with_history;
     println!(
@@ -101,6 +87,57 @@ async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
     assert_eq!(
         (report.changed, report.unchanged),
         (to_change as u64, (people - to_change) as u64),
+        "the checkpointed report counts every person once"
+    );
+}
+
+async fn a_coach_reassignment_survives_killed_nodes(db: TestDatabase) {
+    // 40 batches of 50.
+    let (people, batch_size) = (2_000, 50);
+    let user = admin_with_people(&db, people).await;
+    let coach = add_user(&db, "kara", Role::Staff).await;
+    let store = Store::new(db.conn.clone());
+    let request = ActionRequest::CoachReassignment(CoachReassignmentRequest {
+        target: everyone(),
+        to_coach: coach.username.clone(),
+        ..CoachReassignmentRequest::default()
+    });
+    let task = submit(&store, &user, request, &NODE_LIMITS, None)
+        .await
+        .unwrap();
+
+    let run = run_with_kills(&db, &store, task.id, people, batch_size, &[]).await;
+
+    let (history, people_with_history, repeated) =
+        history_of_task(&db, "coach_change", task.id).await;
+    println!(
+        "coach reassignment crash test ({}): {people} people, {}, {history} moves",
+        backend(&db),
+        run.summary(),
+    );
+    let elsewhere = Statement::from_sql_and_values(
+        db.conn.get_database_backend(),
+        "SELECT COUNT(*) FROM person WHERE coach_id IS NULL OR coach_id <> $1",
+        [coach.id.into()],
+    );
+    let elsewhere: i64 = db
+        .conn
+        .query_one_raw(elsewhere)
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index(0)
+        .unwrap();
+    assert_eq!(elsewhere, 0, "everyone is with the new coach");
+    assert_eq!(
+        (history, people_with_history, repeated),
+        (people, people, 0),
+        "one move per person"
+    );
+    let report = run.report();
+    assert_eq!(
+        (report.changed, report.unchanged),
+        (people as u64, 0),
         "the checkpointed report counts every person once"
     );
 }
@@ -276,6 +313,22 @@ fn everyone() -> TargetRequest {
 
 fn backend(db: &TestDatabase) -> String {
     format!("{:?}", db.backend).to_lowercase()
+}
+
+/// The rows `table` (a history of moves, one per person and task) holds for `task_id`: how
+/// many, for how many people, and how many people have more than one.
+async fn history_of_task(db: &TestDatabase, table: &str, task_id: Uuid) -> (i64, i64, i64) {
+    let rows = format!("SELECT COUNT(*) FROM {table} WHERE task_id = $1");
+    let people = format!("SELECT COUNT(DISTINCT person_id) FROM {table} WHERE task_id = $1");
+    let repeated = format!(
+        "SELECT COUNT(*) FROM (SELECT person_id FROM {table} WHERE task_id = $1 \
+         GROUP BY person_id HAVING COUNT(*) > 1) AS repeated"
+    );
+    (
+        count_for_task(db, &rows, task_id).await,
+        count_for_task(db, &people, task_id).await,
+        count_for_task(db, &repeated, task_id).await,
+    )
 }
 
 /// Runs a query with the task's id bound as `$1` (both backends accept `$1`) and returns its

@@ -8,6 +8,7 @@ mod bulk_dashboard;
 mod cancel;
 mod caseload_search;
 mod cluster;
+mod coach_reassignment;
 mod connections;
 mod crash_resume;
 mod export_retention;

@@ -9,7 +9,8 @@
 use bulkq_types::actions::ActionKind;
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::requests::{
-    ActionRequest, EmailRequest, ExportRequest, ScheduleRequest, StatusChangeRequest, WatchRequest,
+    ActionRequest, CoachReassignmentRequest, EmailRequest, ExportRequest, ScheduleRequest,
+    StatusChangeRequest, WatchRequest,
 };
 use leptos::ev::SubmitEvent;
 use leptos::html;
@@ -18,13 +19,16 @@ use leptos::wasm_bindgen::JsCast;
 use leptos::web_sys;
 
 use crate::api::bulk::PRIORITIES;
-use crate::api::caseload::ProgramStatusOption;
+use crate::api::caseload::{ProgramStatusOption, list_coaches};
 use crate::{format, local_time};
 
 /// Whether `kind` asks for anything before its confirmation.
 pub fn has_form(kind: ActionKind) -> bool {
     match kind {
-        ActionKind::Export | ActionKind::ProgramStatusChange | ActionKind::Email => true,
+        ActionKind::Export
+        | ActionKind::ProgramStatusChange
+        | ActionKind::CoachReassignment
+        | ActionKind::Email => true,
         ActionKind::Watch | ActionKind::Unwatch => false,
     }
 }
@@ -36,6 +40,8 @@ pub struct Drafts {
     columns: RwSignal<Vec<ExportColumn>>,
     to_status: RwSignal<String>,
     reason: RwSignal<String>,
+    /// The new coach's username.
+    to_coach: RwSignal<String>,
     subject: RwSignal<String>,
     body: RwSignal<String>,
     /// Cc addresses as typed: separated by commas, spaces or new lines.
@@ -51,6 +57,7 @@ impl Drafts {
             columns: RwSignal::new(ALL_COLUMNS.to_vec()),
             to_status: RwSignal::default(),
             reason: RwSignal::default(),
+            to_coach: RwSignal::default(),
             subject: RwSignal::default(),
             body: RwSignal::default(),
             cc: RwSignal::default(),
@@ -90,6 +97,12 @@ impl Drafts {
                     ..StatusChangeRequest::default()
                 })
             }
+            ActionKind::CoachReassignment => {
+                ActionRequest::CoachReassignment(CoachReassignmentRequest {
+                    to_coach: self.to_coach.get_untracked(),
+                    ..CoachReassignmentRequest::default()
+                })
+            }
             ActionKind::Watch => ActionRequest::Watch(WatchRequest::default()),
             ActionKind::Unwatch => ActionRequest::Unwatch(WatchRequest::default()),
             ActionKind::Email => ActionRequest::Email(EmailRequest {
@@ -126,6 +139,9 @@ pub fn question(request: &ActionRequest, people: u64, statuses: &[ProgramStatusO
         ActionRequest::Unwatch(_) => format!("Stop watching {people}?"),
         ActionRequest::Email(email) => {
             format!("Email {people} with the subject “{}”?", email.subject)
+        }
+        ActionRequest::CoachReassignment(move_to) => {
+            format!("Move {people} to the coach {}?", move_to.to_coach)
         }
     }
 }
@@ -169,6 +185,7 @@ pub fn BulkForm(
             ("Change status", status_fields(drafts, statuses).into_any())
         }
         ActionKind::Email => ("Send email", email_fields(drafts).into_any()),
+        ActionKind::CoachReassignment => ("Reassign coach", coach_fields(drafts).into_any()),
         ActionKind::Watch | ActionKind::Unwatch => (kind.label(), ().into_any()),
     };
     view! {
@@ -248,6 +265,39 @@ fn status_fields(drafts: Drafts, statuses: StoredValue<Vec<ProgramStatusOption>>
     }
 }
 
+/// The new coach, from the enabled accounts.
+fn coach_fields(drafts: Drafts) -> impl IntoView {
+    let coaches = Resource::new(|| (), |_| list_coaches());
+    view! {
+        <label for="bulk-coach">"New coach"</label>
+        <select
+            id="bulk-coach"
+            required
+            prop:value=move || drafts.to_coach.get()
+            on:change=move |ev| drafts.to_coach.set(event_target_value(&ev))
+        >
+            <option value="">"Choose a coach"</option>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    coaches
+                        .await
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|coach| {
+                            let username = coach.username.clone();
+                            view! {
+                                <option value=coach.username selected=move || drafts.to_coach.get() == username>
+                                    {coach.display_name}
+                                </option>
+                            }
+                        })
+                        .collect_view()
+                })}
+            </Transition>
+        </select>
+    }
+}
+
 fn email_fields(drafts: Drafts) -> impl IntoView {
     view! {
         <label for="bulk-subject">"Subject"</label>
@@ -272,6 +322,7 @@ fn schedule_fields(drafts: Drafts, kind: ActionKind) -> impl IntoView {
         ActionKind::Email => "Send at (optional)",
         ActionKind::Export
         | ActionKind::ProgramStatusChange
+        | ActionKind::CoachReassignment
         | ActionKind::Watch
         | ActionKind::Unwatch => "Start at (optional)",
     };

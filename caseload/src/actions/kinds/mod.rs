@@ -4,6 +4,7 @@
 //! action is added with its module and one line in each (ARCHITECTURE.md, "Adding a bulk
 //! action"); every other difference between actions is asked of `ActionKind`.
 
+mod coach_reassignment;
 mod email;
 mod export;
 mod status_change;
@@ -19,6 +20,7 @@ use sea_orm::ConnectionTrait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use coach_reassignment::CoachReassignmentSpec;
 pub use email::EmailSpec;
 pub use export::ExportSpec;
 pub use status_change::StatusChangeSpec;
@@ -92,6 +94,9 @@ pub async fn task_for<C: ConnectionTrait>(
         ActionRequest::Email(request) => {
             task_of::<email::Email, C>(db, user, request, limits).await
         }
+        ActionRequest::CoachReassignment(request) => {
+            task_of::<coach_reassignment::CoachReassignment, C>(db, user, request, limits).await
+        }
     }
 }
 
@@ -109,6 +114,7 @@ pub(crate) fn for_action<F: ForAction>(kind: ActionKind, what: F) -> F::Output {
         ActionKind::Watch => what.apply::<watch::Watch>(),
         ActionKind::Unwatch => what.apply::<unwatch::Unwatch>(),
         ActionKind::Email => what.apply::<email::Email>(),
+        ActionKind::CoachReassignment => what.apply::<coach_reassignment::CoachReassignment>(),
     }
 }
 

@@ -1,0 +1,148 @@
+//! Coach reassignment: one batch of people moved to another coach, each move recorded in
+//! `coach_change` with the task that made it.
+//!
+//! Idempotent per task as a status change is: the history row is inserted first with
+//! `ON CONFLICT (task_id, person_id) DO NOTHING … RETURNING person_id`, and only the people
+//! it returns are moved. A batch run again after a crash therefore finds its own rows and
+//! moves nobody twice, even if someone has moved those people since.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ConnectionTrait, EntityTrait};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
+use crate::entity::{coach_change as history, person, staff_user};
+use crate::once_per_task::insert_new;
+use crate::person_changes::{lock_people, set_for};
+use crate::users::find_by_username;
+
+/// The coach people are moved to, as a task stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewCoach {
+    pub id: Uuid,
+    /// As people read it in the task's summary: "Move 40 people to Ben Okafor".
+    pub display_name: String,
+}
+
+/// The enabled account `username` names, whom people may be moved to.
+pub async fn find_new_coach<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+) -> Result<NewCoach, CaseloadError> {
+    match find_by_username(db, username.trim()).await? {
+        Some(user) if user.disabled_at.is_none() => Ok(NewCoach {
+            id: user.id,
+            display_name: user.display_name,
+        }),
+        Some(_) => Err(CaseloadError::Invalid(format!(
+            "{:?} is disabled; people cannot be moved to them",
+            username.trim()
+        ))),
+        None => Err(CaseloadError::Invalid(format!(
+            "no user is called {:?}",
+            username.trim()
+        ))),
+    }
+}
+
+/// The display name of the coach with `id`, if there is one.
+pub async fn coach_name<C: ConnectionTrait>(
+    db: &C,
+    id: Uuid,
+) -> Result<Option<String>, CaseloadError> {
+    Ok(staff_user::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .map(|user| user.display_name))
+}
+
+/// Moves the people `person_ids` names to `to_coach`, acting as `actor` for task `task_id`.
+///
+/// Call it inside the batch transaction that also records the task's checkpoint. People
+/// outside the actor's scope and unknown ids are reported, not touched; people already with
+/// that coach are left alone and get no history row. A coach disabled since the task was
+/// submitted fails the batch: nobody is moved to an account that cannot sign in.
+pub async fn reassign<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    to_coach: Uuid,
+    person_ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
+    check_batch_size(person_ids)?;
+    require_enabled(db, to_coach).await?;
+    let current = lock_people(db, person_ids).await?;
+    let coaches: HashMap<Uuid, Option<Uuid>> = current
+        .into_iter()
+        .map(|(id, coach, _)| (id, coach))
+        .collect();
+    let targets = sort_targets(actor, person_ids, &coaches);
+    let to_move: Vec<(Uuid, Option<Uuid>)> = targets
+        .allowed
+        .iter()
+        .map(|id| (*id, coaches[id]))
+        .filter(|(_, from)| *from != Some(to_coach))
+        .collect();
+    let moved = record_history(db, task_id, actor, to_coach, &to_move, now).await?;
+    let new_coach = (person::Column::CoachId, Expr::value(to_coach));
+    set_for(db, &moved, new_coach, actor, now).await?;
+    Ok(BatchReport::for_targets(&targets, moved.len() as u64))
+}
+
+/// Fails unless `coach` is an enabled account.
+async fn require_enabled<C: ConnectionTrait>(db: &C, coach: Uuid) -> Result<(), CaseloadError> {
+    match staff_user::Entity::find_by_id(coach).one(db).await? {
+        Some(user) if user.disabled_at.is_none() => Ok(()),
+        Some(user) => Err(CaseloadError::Invalid(format!(
+            "{:?} was disabled; people cannot be moved to them",
+            user.username
+        ))),
+        None => Err(CaseloadError::Invalid(
+            "the new coach's account no longer exists".into(),
+        )),
+    }
+}
+
+/// Inserts one history row per `(person, from_coach)` unless this task already recorded that
+/// person; returns the people newly recorded.
+async fn record_history<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    to_coach: Uuid,
+    people: &[(Uuid, Option<Uuid>)],
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let rows = people.iter().map(|(person_id, from_coach)| {
+        vec![
+            Uuid::now_v7().into(),
+            (*person_id).into(),
+            (*from_coach).into(),
+            to_coach.into(),
+            actor.id.into(),
+            now.into(),
+            task_id.into(),
+        ]
+    });
+    insert_new::<_, history::Entity>(
+        db,
+        &[
+            history::Column::Id,
+            history::Column::PersonId,
+            history::Column::FromCoachId,
+            history::Column::ToCoachId,
+            history::Column::ChangedBy,
+            history::Column::ChangedAt,
+            history::Column::TaskId,
+        ],
+        (history::Column::TaskId, history::Column::PersonId),
+        rows,
+    )
+    .await
+}
