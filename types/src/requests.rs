@@ -41,15 +41,19 @@ pub struct ScheduleRequest {
     /// past. At most a year ahead or behind.
     #[serde(default)]
     pub run_at: Option<DateTime<Utc>>,
-    /// Higher runs first among waiting tasks, from -100 to 100; 0 when absent.
+    /// Higher runs first among waiting tasks: from -10 to 10 for staff, -100 to 100 for
+    /// admins; 0 when absent.
     #[serde(default)]
     pub priority: Option<i32>,
 }
 
 /// The furthest ahead a task may be scheduled.
 pub const MAX_SCHEDULE_AHEAD_DAYS: i64 = 366;
-/// The largest priority either way.
+/// The largest priority either way, for admins.
 pub const MAX_PRIORITY: i32 = 100;
+/// The largest priority either way for staff: what the dashboard's forms offer ("High" and
+/// "Low"), so nobody outside the admins jumps the whole queue through the API.
+pub const MAX_STAFF_PRIORITY: i32 = 10;
 
 /// `POST /api/1/caseload/exports`. `"all": true` exports everyone the user may reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

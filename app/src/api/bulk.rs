@@ -6,7 +6,7 @@
 //! the same whichever door it comes through. Both functions take JSON: a target and an
 //! action are nested, which the default form encoding cannot express.
 
-use bulkq_types::requests::{ActionRequest, TargetRequest};
+use bulkq_types::requests::{ActionRequest, MAX_STAFF_PRIORITY, TargetRequest};
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
@@ -14,8 +14,12 @@ use uuid::Uuid;
 
 use crate::error::AppError;
 
-/// The priorities the forms offer, as `(value, label)`.
-pub const PRIORITIES: [(i32, &str); 3] = [(0, "Normal"), (10, "High"), (-10, "Low")];
+/// The priorities the forms offer, as `(value, label)`: the staff range's ends.
+pub const PRIORITIES: [(i32, &str); 3] = [
+    (0, "Normal"),
+    (MAX_STAFF_PRIORITY, "High"),
+    (-MAX_STAFF_PRIORITY, "Low"),
+];
 
 /// The task a submitted action became.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

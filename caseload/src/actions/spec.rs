@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use bulkq_types::actions::ActionKind;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::{
-    FieldErrors, MAX_PRIORITY, MAX_SCHEDULE_AHEAD_DAYS, ScheduleRequest, TargetRequest,
-    UnknownFields,
+    FieldErrors, MAX_PRIORITY, MAX_SCHEDULE_AHEAD_DAYS, MAX_STAFF_PRIORITY, ScheduleRequest,
+    TargetRequest, UnknownFields,
 };
 use chrono::Utc;
 use queue::NewTask;
@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::target::{MAX_TARGET_IDS, Target};
 use crate::CaseloadError;
-use crate::users::StaffUser;
+use crate::users::{Role, StaffUser};
 
 /// Why a request was not enqueued.
 #[derive(Debug, thiserror::Error)]
@@ -90,8 +90,13 @@ fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
     );
 }
 
-/// The schedule, with a field error for each value out of range.
-fn checked_schedule(schedule: ScheduleRequest, errors: &mut FieldErrors) -> ScheduleRequest {
+/// The schedule, with a field error for each value out of range; `role` decides how far
+/// the priority may go.
+fn checked_schedule(
+    schedule: ScheduleRequest,
+    role: Role,
+    errors: &mut FieldErrors,
+) -> ScheduleRequest {
     let window = chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS);
     if let Some(run_at) = schedule.run_at {
         let now = Utc::now();
@@ -105,12 +110,16 @@ fn checked_schedule(schedule: ScheduleRequest, errors: &mut FieldErrors) -> Sche
             errors.push(field("run_at", problem));
         }
     }
+    let (limit, whose) = match role {
+        Role::Admin => (MAX_PRIORITY, ""),
+        Role::Staff => (MAX_STAFF_PRIORITY, " for staff (admins may go further)"),
+    };
     if let Some(priority) = schedule.priority
-        && !(-MAX_PRIORITY..=MAX_PRIORITY).contains(&priority)
+        && !(-limit..=limit).contains(&priority)
     {
         errors.push(field(
             "priority",
-            format!("from -{MAX_PRIORITY} to {MAX_PRIORITY}"),
+            format!("from -{limit} to {limit}{whose}"),
         ));
     }
     schedule
@@ -142,22 +151,26 @@ fn field(name: &str, message: impl Into<String>) -> (String, String) {
     (name.to_owned(), message.into())
 }
 
-/// The request-wide checks, collecting every bad field.
+/// The request-wide checks of one user's request, collecting every bad field.
 pub(crate) struct RequestChecks {
+    role: Role,
     errors: FieldErrors,
 }
 
 impl RequestChecks {
     /// Begins with a field error for each of the request's unknown fields.
-    pub fn new(unknown: &UnknownFields) -> Self {
+    pub fn new(unknown: &UnknownFields, user: &StaffUser) -> Self {
         let mut errors = FieldErrors::new();
         unknown_field_errors(unknown, &mut errors);
-        RequestChecks { errors }
+        RequestChecks {
+            role: user.role,
+            errors,
+        }
     }
 
-    /// The schedule, each value out of range a field error.
+    /// The schedule, each value out of range (for the user's role) a field error.
     pub fn schedule(&mut self, schedule: ScheduleRequest) -> ScheduleRequest {
-        checked_schedule(schedule, &mut self.errors)
+        checked_schedule(schedule, self.role, &mut self.errors)
     }
 
     /// The target to store; `everyone` is what `"all": true` means for the action.

@@ -32,6 +32,7 @@ queue::backend_tests!(Migrator =>
     email_goes_out_once_per_recipient,
     bad_requests_are_rejected_with_field_messages,
     scheduled_work_waits_for_its_time,
+    staff_priorities_stay_within_what_the_dashboard_offers,
     thousands_of_people_change_status_and_export,
 );
 
@@ -649,6 +650,42 @@ async fn scheduled_work_waits_for_its_time(db: TestDatabase) {
             assert!(reply["fields"][field].is_string(), "{text}");
         }
     }
+    bulk.stop().await;
+}
+
+/// Staff may rank their tasks as the forms do (-10 to 10); only admins go further, so one
+/// person cannot jump the whole queue through the API.
+async fn staff_priorities_stay_within_what_the_dashboard_offers(db: TestDatabase) {
+    let bulk = Bulk::start(&db).await;
+    add_user(&db, "ada", Role::Admin).await;
+    let people = insert_people(&db.conn, "ranked", 2, None).await;
+    let sam = sign_in(&bulk.app).await;
+    let ada = sign_in_as(&bulk.app, "ada").await;
+    let watch = |priority: i32| json!({"ids": ids_json(&people), "priority": priority});
+    for allowed in [10, -10] {
+        bulk.submit("/api/1/caseload/watches", watch(allowed), &sam)
+            .await;
+    }
+    let (response, text) = send(
+        &bulk.app,
+        post_json(
+            "/api/1/caseload/watches",
+            &watch(50).to_string(),
+            Some(&sam),
+        ),
+    )
+    .await;
+    assert_status(&response, &text, StatusCode::UNPROCESSABLE_ENTITY);
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        reply["fields"]["priority"], "from -10 to 10 for staff (admins may go further)",
+        "{text}"
+    );
+    let admins = bulk
+        .submit("/api/1/caseload/watches", watch(50), &ada)
+        .await;
+    let id: Uuid = admins["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(bulk.store.task_get(id).await.unwrap().unwrap().priority, 50);
     bulk.stop().await;
 }
 

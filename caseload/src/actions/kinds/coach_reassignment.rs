@@ -38,11 +38,11 @@ impl BulkAction for CoachReassignment {
     /// The new coach must be an enabled account (read through `db`).
     async fn check<C: ConnectionTrait>(
         db: &C,
-        _user: &StaffUser,
+        user: &StaffUser,
         request: CoachReassignmentRequest,
         _limits: &NodeLimits,
     ) -> Result<(CoachReassignmentSpec, ScheduleRequest), SubmitError> {
-        let mut checks = RequestChecks::new(&request.unknown);
+        let mut checks = RequestChecks::new(&request.unknown, user);
         let schedule = checks.schedule(request.schedule);
         let target = checks.target(request.target, everyone());
         let to_coach = match find_new_coach(db, &request.to_coach).await {

@@ -56,11 +56,11 @@ impl BulkAction for Email {
 
     async fn check<C: ConnectionTrait>(
         _db: &C,
-        _user: &StaffUser,
+        user: &StaffUser,
         request: EmailRequest,
         _limits: &NodeLimits,
     ) -> Result<(EmailSpec, ScheduleRequest), SubmitError> {
-        let mut checks = RequestChecks::new(&request.unknown);
+        let mut checks = RequestChecks::new(&request.unknown, user);
         let schedule = checks.schedule(request.schedule);
         let target = checks.target(request.target, everyone());
         let content = EmailContent {

@@ -43,12 +43,12 @@ impl BulkAction for Export {
     /// Columns default to all of them, the row cap to the node's (and never above it).
     async fn check<C: ConnectionTrait>(
         _db: &C,
-        _user: &StaffUser,
+        user: &StaffUser,
         request: ExportRequest,
         limits: &NodeLimits,
     ) -> Result<(ExportSpec, ScheduleRequest), SubmitError> {
         let max_row_cap = limits.export_row_cap;
-        let mut checks = RequestChecks::new(&request.unknown);
+        let mut checks = RequestChecks::new(&request.unknown, user);
         let schedule = checks.schedule(request.schedule);
         let target = checks.target(request.target, everyone());
         let options = ExportOptions {

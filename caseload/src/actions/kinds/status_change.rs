@@ -37,11 +37,11 @@ impl BulkAction for StatusChange {
     /// The status must exist (read through `db`).
     async fn check<C: ConnectionTrait>(
         db: &C,
-        _user: &StaffUser,
+        user: &StaffUser,
         request: StatusChangeRequest,
         _limits: &NodeLimits,
     ) -> Result<(StatusChangeSpec, ScheduleRequest), SubmitError> {
-        let mut checks = RequestChecks::new(&request.unknown);
+        let mut checks = RequestChecks::new(&request.unknown, user);
         let schedule = checks.schedule(request.schedule);
         let target = checks.target(request.target, everyone());
         let change = status_change::StatusChange {

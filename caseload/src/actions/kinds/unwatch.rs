@@ -36,7 +36,7 @@ impl BulkAction for Unwatch {
             watched_by: Some(user.id),
             ..PersonFilter::default()
         });
-        check_watch_list_change(request, my_watch_list)
+        check_watch_list_change(request, user, my_watch_list)
     }
 
     fn target(spec: &WatchSpec) -> &Target {

@@ -34,11 +34,11 @@ impl BulkAction for Watch {
 
     async fn check<C: ConnectionTrait>(
         _db: &C,
-        _user: &StaffUser,
+        user: &StaffUser,
         request: WatchRequest,
         _limits: &NodeLimits,
     ) -> Result<(WatchSpec, ScheduleRequest), SubmitError> {
-        check_watch_list_change(request, everyone())
+        check_watch_list_change(request, user, everyone())
     }
 
     fn target(spec: &WatchSpec) -> &Target {
@@ -63,9 +63,10 @@ impl BulkAction for Watch {
 /// `everyone`.
 pub(super) fn check_watch_list_change(
     request: WatchRequest,
+    user: &StaffUser,
     everyone: Target,
 ) -> Result<(WatchSpec, ScheduleRequest), SubmitError> {
-    let mut checks = RequestChecks::new(&request.unknown);
+    let mut checks = RequestChecks::new(&request.unknown, user);
     let schedule = checks.schedule(request.schedule);
     let target = checks.target(request.target, everyone);
     let spec = WatchSpec {
