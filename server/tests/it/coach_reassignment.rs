@@ -103,13 +103,15 @@ async fn staff_move_their_caseload_to_another_coach(db: TestDatabase) {
 }
 
 async fn a_coach_that_cannot_take_people_is_refused_by_field(db: TestDatabase) {
-    let bulk = Bulk::start(&db).await;
     add_user(&db, "gone", Role::Staff).await;
-    let txn = sea_orm::TransactionTrait::begin(&db.conn).await.unwrap();
+    // Taking the write lock at BEGIN: a deferred transaction that reads, then writes, is
+    // refused at once on SQLite if the node committed in between.
+    let txn = queue::database::begin_immediate(&db.conn).await.unwrap();
     caseload::users::accounts::set_disabled(&txn, "gone", true)
         .await
         .unwrap();
     txn.commit().await.unwrap();
+    let bulk = Bulk::start(&db).await;
     let people = insert_people(&db.conn, "Some", 2, None).await;
     let cookie = sign_in(&bulk.app).await;
     for (to_coach, problem) in [
