@@ -146,14 +146,12 @@ async fn a_statement_over_the_limit_is_stopped_and_its_connection_serves_on(db: 
             "interrupted",
         ),
     };
-    let started = std::time::Instant::now();
     let error = pool
         .execute_unprepared(slow)
         .await
         .expect_err("stopped at the limit")
         .to_string();
     assert!(error.contains(stopped), "{error}");
-    assert!(started.elapsed() >= limit, "not before the limit");
     let backend = pool.get_database_backend();
     let next = pool
         .query_one_raw(Statement::from_string(backend, "SELECT CAST(1 AS BIGINT)"))
