@@ -130,6 +130,11 @@ test('a page shows live progress again after its node restarts, and the task fin
 const postgresServer = process.env.TEST_DATABASE_URL;
 const postgresRequired = process.env.BULKQ_REQUIRE_POSTGRES === '1';
 
+/** The first column of the first row `sql` returns in `database`, as text. */
+function psqlOut(database: string, sql: string): string {
+  return execFileSync('psql', ['-At', database, '-c', sql]).toString().trim();
+}
+
 /** `server` with its database path replaced by `name`. */
 function databaseOn(server: string, name: string): string {
   const url = new URL(server);
@@ -154,24 +159,30 @@ test('three PostgreSQL nodes restarted in turn: the page follows the task to its
   prepare(database, user, PEOPLE);
   const ports = [await freePort(), await freePort(), await freePort()];
   const names = ['node-a', 'node-b', 'node-c'];
-  // Small batches, so the change outlasts the three restarts on a busy machine; small pools
-  // and few workers, so three debug nodes weigh little on a machine running other tests.
-  const batch = 2;
+  // Small batches at first, so the change outlasts the restarts on a busy machine; a
+  // restarted node takes large ones, so the change ends soon once its holder is restarted
+  // last. Small pools and few workers, so three debug nodes weigh little on a machine
+  // running other tests.
   const small = ['--workers', '4', '--worker-connections', '4', '--dashboard-connections', '2'];
-  const start = (at: number) => startNode(dir, database, ports[at], batch, names[at], small);
+  const start = (at: number, batch: number) => startNode(dir, database, ports[at], batch, names[at], small);
   // The page's node first: the sign-in is not slowed by the others starting.
-  const nodes = [await start(0)];
+  const nodes = [await start(0, 2)];
   const context = await browser.newContext({ baseURL: `http://127.0.0.1:${ports[0]}` });
   try {
     const page = await context.newPage();
     await signIn(page, user);
-    nodes.push(await start(1), await start(2));
-    await followStatusChange(page);
-    for (let at = 0; at < nodes.length; at++) {
+    nodes.push(await start(1, 2), await start(2, 2));
+    const id = await followStatusChange(page);
+    // The node running the change goes last: until then it keeps its small batches.
+    const runner = psqlOut(database, `SELECT scheduled_by_process FROM queue_task WHERE id = '${id}'`);
+    const holder = names.findIndex((name) => runner.startsWith(`${name}-`));
+    expect(holder, `a node runs the change (${runner})`).toBeGreaterThanOrEqual(0);
+    const order = [0, 1, 2].filter((at) => at !== holder).concat(holder);
+    for (const at of order) {
       const before = await progressShown(page);
       expect(before, `restart of ${names[at]} comes mid-task`).toBeLessThan(PEOPLE);
       await stopCleanly(nodes[at]);
-      nodes[at] = await start(at);
+      nodes[at] = await start(at, 200);
       // The page is on the first node: its stream reconnects when that one restarts, and
       // follows the work wherever it runs the rest of the time.
       await expect.poll(() => progressShown(page), { timeout: 20_000 }).toBeGreaterThan(before);
