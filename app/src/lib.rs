@@ -26,6 +26,7 @@ use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
 use crate::pages::{
     account::AccountPage,
+    alert_reasons::AlertReasonsPage,
     caseload::CaseloadPage,
     imports::{ImportPreviewPage, ImportsPage},
     not_found::NotFound,
@@ -99,6 +100,11 @@ pub fn App() -> impl IntoView {
                     ssr=SsrMode::Async
                 />
                 <Route path=(StaticSegment("admin"), StaticSegment("tasks")) view=AllTasksPage />
+                <Route
+                    path=(StaticSegment("admin"), StaticSegment("alert-reasons"))
+                    view=AlertReasonsPage
+                    ssr=SsrMode::Async
+                />
                 <Route path=(StaticSegment("admin"), StaticSegment("imports")) view=ImportsPage />
                 // Rendered whole, so a staff visitor's 403 sets the status.
                 <Route

@@ -2,13 +2,14 @@
 //! everyone, run by the queue with the real executors.
 //!
 //! ```text
-//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|reassign|import]...
+//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|alert|reassign|import]...
 //! ```
 //! With no step named, runs seed, search, status and export; run one step per process to see
 //! its own peak RSS. `search`, `status`, `export` and `email` expect the people to exist;
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
-//! afterwards). `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
+//! afterwards). `alert` raises an early alert for everyone and tells their coaches.
+//! `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
 //! file again (which changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
 //! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
 //! actions with N people per batch instead of the product's default.
@@ -16,11 +17,12 @@
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
+use bulkq_types::alerts::AlertContent;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
 use bulkq_types::requests::{
-    ActionRequest, CoachReassignmentRequest, EmailRequest, ExportRequest, StatusChangeRequest,
-    TargetRequest,
+    ActionRequest, CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, ExportRequest,
+    StatusChangeRequest, TargetRequest,
 };
 use caseload::actions::{
     ActionsConfig, BATCH_SIZE_DEFAULT, NodeLimits, export_file, submit, task_report,
@@ -46,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, people, steps @ ..] = args.as_slice() else {
         return Err(
-            "usage: scale <database-url> <people> [seed|search|status|export|email|reassign|import]..."
+            "usage: scale <database-url> <people> [seed|search|status|export|email|alert|reassign|import]..."
                 .into(),
         );
     };
@@ -109,6 +111,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 body: "One message per person, to the development outbox.".into(),
                 cc: Vec::new(),
                 ..EmailRequest::default()
+            })
+        })
+        .await?;
+    }
+    if wants("alert") {
+        run_action(&db, "early alert", everyone(), |target| {
+            ActionRequest::EarlyAlert(EarlyAlertRequest {
+                target,
+                alert: AlertContent {
+                    course: "Scale measurement".into(),
+                    reasons: vec!["LOW_GRADES".into()],
+                    ..AlertContent::default()
+                },
+                ..EarlyAlertRequest::default()
             })
         })
         .await?;

@@ -6,8 +6,6 @@
 //! it returns are moved. A batch run again after a crash therefore finds its own rows and
 //! moves nobody twice, even if someone has moved those people since.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ConnectionTrait, EntityTrait};
@@ -15,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
+use crate::access::{Actor, BatchReport, check_batch_size};
 use crate::entity::{coach_change as history, person, staff_user};
 use crate::once_per_task::insert_new;
-use crate::person_changes::{lock_people, set_for};
+use crate::person_changes::{lock_and_sort, set_for};
 use crate::users::find_by_username;
 
 /// The coach people are moved to, as a task stores it.
@@ -77,12 +75,7 @@ pub async fn reassign<C: ConnectionTrait>(
 ) -> Result<BatchReport, CaseloadError> {
     check_batch_size(person_ids)?;
     require_enabled(db, to_coach).await?;
-    let current = lock_people(db, person_ids).await?;
-    let coaches: HashMap<Uuid, Option<Uuid>> = current
-        .into_iter()
-        .map(|(id, coach, _)| (id, coach))
-        .collect();
-    let targets = sort_targets(actor, person_ids, &coaches);
+    let (targets, coaches) = lock_and_sort(db, actor, person_ids).await?;
     let to_move: Vec<(Uuid, Option<Uuid>)> = targets
         .allowed
         .iter()

@@ -21,6 +21,9 @@ pub enum CaseloadError {
     /// The staff user a task runs as was disabled by an admin: the task may do nothing more.
     #[error("the account of {0:?} is disabled, so its tasks no longer run")]
     UserDisabled(String),
+    /// The thing asked for does not exist, or the user may not see it.
+    #[error("not found")]
+    NotFound,
     /// Writing an export file failed.
     #[error("export file: {0}")]
     Io(#[from] std::io::Error),

@@ -12,12 +12,15 @@
 //! - [`access`]: the run_as rule (who may act on whom).
 //! - The bulk actions' domain work, one batch at a time, on any connection or transaction
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
-//!   [`export`], [`email`], [`coach_reassignment`].
+//!   [`export`], [`email`], [`coach_reassignment`], [`early_alerts`]; [`coach_notices`]
+//!   tell coaches of their people once per task.
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
 
 pub mod access;
 pub mod actions;
+pub mod coach_notices;
 pub mod coach_reassignment;
+pub mod early_alerts;
 pub mod email;
 pub mod entity;
 pub mod error;

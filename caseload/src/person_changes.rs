@@ -2,6 +2,8 @@
 //! reassignment): read the batch's people under lock, then write the new value for those
 //! whose change was recorded.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use queue::IdListFilter;
 use sea_orm::sea_query::{Expr, SimpleExpr};
@@ -9,7 +11,7 @@ use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::Actor;
+use crate::access::{Actor, Targets, sort_targets};
 use crate::entity::person;
 
 /// A person as a change reads it: id, coach and program status.
@@ -33,6 +35,21 @@ pub(crate) async fn lock_people<C: ConnectionTrait>(
         .into_tuple()
         .all(db)
         .await?)
+}
+
+/// The people `ids` names, locked as [`lock_people`] does, sorted by what `actor` may do
+/// to them, with each one's coach.
+pub(crate) async fn lock_and_sort<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    ids: &[Uuid],
+) -> Result<(Targets, HashMap<Uuid, Option<Uuid>>), CaseloadError> {
+    let coaches: HashMap<Uuid, Option<Uuid>> = lock_people(db, ids)
+        .await?
+        .into_iter()
+        .map(|(id, coach, _)| (id, coach))
+        .collect();
+    Ok((sort_targets(actor, ids, &coaches), coaches))
 }
 
 /// Sets `column` to `value` for the people `ids`, as changed by `actor` at `now`.

@@ -104,6 +104,7 @@ pub async fn create_user<C: ConnectionTrait>(
         created_at: Set(chrono::Utc::now()),
         disabled_at: Set(None),
         must_change_password: Set(false),
+        email: Set(None),
     }
     .insert(db)
     .await?;

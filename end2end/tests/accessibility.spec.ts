@@ -45,7 +45,7 @@ async function checkPages(browser: Browser, paths: string[], testInfo: TestInfo)
 }
 
 // One test per page, so each has its own time budget and the two workers share them.
-for (const path of ['/', '/tasks', '/admin/tasks', '/admin/queue', '/admin/users', '/admin/imports', '/account', '/no-such-page']) {
+for (const path of ['/', '/tasks', '/admin/tasks', '/admin/queue', '/admin/users', '/admin/imports', '/admin/alert-reasons', '/account', '/no-such-page']) {
   test(`${path} passes axe-core in light and dark, at desktop and phone widths`, async ({ browser }, testInfo) => {
     test.setTimeout(120_000);
     await checkPages(browser, [path], testInfo);

@@ -108,6 +108,75 @@ test('staff move two people of their caseload to a colleague', async ({ browser 
   }
 });
 
+test('staff raise an early alert for two of their people, are told, and close one', async ({ browser }, testInfo) => {
+  const page = await pageAs(browser, users.staff);
+  // Erin coaches the people: she is told at the address on her account page.
+  await page.goto('/account');
+  await hydrated(page);
+  await page.getByLabel('Tell me of my people\'s news at').fill('erin.staff@example.edu');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await expect(page.getByText('Saved.')).toBeVisible();
+
+  await search(page, { q: 'Rossi', mine: true });
+  const chosen = await selectPeopleWithEmail(page, 2);
+  await page.getByRole('button', { name: 'Early alert' }).click();
+  await page.getByLabel('Course or term').fill('MATH 101, fall term');
+  await page.getByLabel('Missing assignments').check();
+  await page.getByLabel('Suggestion (optional)').fill('Book a tutoring slot');
+  await screenshot(page, testInfo, 'caseload: the early alert form');
+  await continueTo(page, 'Raise an early alert for 2 people in “MATH 101, fall term” and tell their coaches?');
+  const taskId = await confirmAndGetTask(page, 'Early alert task submitted for 2 people.');
+
+  await page.getByRole('link', { name: 'View the task' }).click();
+  await expect(page).toHaveURL(new RegExp(`/tasks/${taskId}$`));
+  await expect(page.getByTestId('task-summary')).toHaveText('Raise an early alert for 2 people: \'Missing assignments\'');
+  await expect(page.getByTestId('task-status')).toHaveText('COMPLETED');
+  await expect(reportCount(page, 'Alerts raised')).toHaveText('2');
+  await expect(reportCount(page, 'Coaches told')).toHaveText('1');
+
+  // The caseload shows their open alerts and finds them by it; one is closed.
+  await search(page, { q: 'Rossi', mine: true, alerts: true });
+  await expect(resultRows(page)).toHaveCount(2);
+  const first = page.locator(`tr[data-school-id="${chosen[0]}"]`);
+  await first.getByRole('button', { name: '1 open' }).click();
+  await expect(first.getByTestId('open-alert')).toContainText('Missing assignments');
+  await expect(first.getByTestId('open-alert')).toContainText('Book a tutoring slot');
+  await screenshot(page, testInfo, 'caseload: a person\'s open alert');
+  await first.getByRole('button', { name: 'Close the alert for MATH 101, fall term' }).click();
+  await expect(first.getByText('No open alerts.')).toBeVisible();
+  await search(page, { q: 'Rossi', mine: true, alerts: true });
+  await expect(resultRows(page)).toHaveCount(1);
+  await expect(page.locator(`tr[data-school-id="${chosen[1]}"]`)).toHaveCount(1);
+});
+
+test('admins add and retire the reasons an early alert may give', async ({ browser }, testInfo) => {
+  const admin = await pageAs(browser, users.admin);
+  await admin.goto('/admin/alert-reasons');
+  await hydrated(admin);
+  await admin.getByLabel('Name').fill('Late work');
+  await admin.getByRole('button', { name: 'Add' }).click();
+  const row = admin.locator('tr[data-code="LATE_WORK"]');
+  await expect(row).toContainText('in use');
+  await screenshot(admin, testInfo, 'alert reasons');
+
+  // Staff see it in the form.
+  const staff = await pageAs(browser, users.staff);
+  await search(staff, { q: 'Baker', mine: true });
+  await selectPeopleWithEmail(staff, 1);
+  await staff.getByRole('button', { name: 'Early alert' }).click();
+  await expect(staff.getByLabel('Late work')).toBeVisible();
+
+  await row.getByRole('button', { name: 'Retire Late work' }).click();
+  await expect(row).toContainText('retired');
+  // A form opened after the retirement no longer offers it.
+  await staff.reload();
+  await hydrated(staff);
+  await selectPeopleWithEmail(staff, 1);
+  await staff.getByRole('button', { name: 'Early alert' }).click();
+  await expect(staff.getByLabel('Missing assignments')).toBeVisible();
+  await expect(staff.getByLabel('Late work')).toHaveCount(0);
+});
+
 test('staff export everyone matching a search and download the CSV', async ({ browser }, testInfo) => {
   const page = await pageAs(browser, users.staff);
   // More than one page matches, so "select all matching" reaches beyond the page.

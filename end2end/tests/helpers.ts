@@ -101,11 +101,12 @@ export async function screenshot(page: Page, testInfo: TestInfo, name: string) {
 /** Opens a caseload search (the URL the search form builds) and waits for its results. */
 export async function search(
   page: Page,
-  filters: { q?: string; status?: string; mine?: boolean; watched?: boolean },
+  filters: { q?: string; status?: string; mine?: boolean; watched?: boolean; alerts?: boolean },
 ) {
   const params = new URLSearchParams({ q: filters.q ?? '', status: filters.status ?? '' });
   if (filters.mine) params.set('mine', 'true');
   if (filters.watched) params.set('watched', 'true');
+  if (filters.alerts) params.set('alerts', 'true');
   await page.goto(`/?${params}`);
   await expect(page.getByTestId('result-summary')).toBeVisible();
   await hydrated(page);

@@ -189,6 +189,8 @@ pub async fn serve(
     options: ServeOptions,
     log_format: LogFormat,
 ) -> anyhow::Result<()> {
+    // Before anything else, so a stop during start-up is a drain, not a kill.
+    let signals = draining::StopSignals::listen().context("listening for SIGINT and SIGTERM")?;
     // The address first: a node that cannot listen must not have started claiming tasks.
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
@@ -210,7 +212,7 @@ pub async fn serve(
         limits,
         draining.clone(),
     ));
-    tokio::spawn(draining::begin_on_signal(draining.clone()));
+    tokio::spawn(draining::begin_on_signal(signals, draining.clone()));
     draining.begun().await;
     let grace = options.shutdown_grace;
     let (http_drained, queue) =

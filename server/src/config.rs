@@ -88,7 +88,8 @@ pub enum Command {
     Migrate,
     /// Add generated demo people to the caseload.
     Seed(SeedArgs),
-    /// Manage staff accounts: list, create, disable, enable, set-role, reset-password.
+    /// Manage staff accounts: list, create, disable, enable, set-role, reset-password,
+    /// set-email.
     #[command(subcommand)]
     User(UserCommand),
     /// Bring data in from a file.
@@ -160,6 +161,16 @@ pub enum UserCommand {
     SetRole(SetRoleArgs),
     /// Give an account a one-time password (ending its sessions), printed once.
     ResetPassword(UsernameArg),
+    /// Set the address an account is told of its people's news at (none: remove it).
+    SetEmail(SetEmailArgs),
+}
+
+/// Options of `user set-email`.
+#[derive(Debug, Args)]
+pub struct SetEmailArgs {
+    pub username: String,
+    /// The address; leave it out to remove the one on file.
+    pub email: Option<String>,
 }
 
 /// An account, by username.

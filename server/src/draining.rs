@@ -6,6 +6,7 @@
 //! stopping: the HTTP server waits for every open connection, and a stream never ends by
 //! itself.
 
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Whether the node is stopping; cloned into everything that must react.
@@ -33,38 +34,40 @@ impl Draining {
     }
 }
 
-/// Begins the drain on the first SIGINT (Ctrl-C) or SIGTERM; a second signal exits at
-/// once, for an operator who does not want to wait for the grace period.
-pub async fn begin_on_signal(draining: Draining) {
-    next_signal().await;
-    tracing::info!("shutting down gracefully; a second signal exits at once");
-    draining.begin();
-    next_signal().await;
-    tracing::warn!("second signal: exiting now");
-    std::process::exit(130);
+/// SIGINT (Ctrl-C) and SIGTERM, caught from the moment they are [listened
+/// for](StopSignals::listen): a deploy's stop that arrives while the node is still starting
+/// (migrating, starting its queue) is kept and begins the drain as soon as it can, instead
+/// of killing the process by the signal's default action.
+pub struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
 }
 
-/// Resolves on the next SIGINT or SIGTERM.
-async fn next_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+impl StopSignals {
+    /// Installs the handlers now.
+    pub fn listen() -> std::io::Result<Self> {
+        Ok(StopSignals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
     }
+
+    /// Resolves on the next SIGINT or SIGTERM (at once for one caught earlier).
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
+    }
+}
+
+/// Begins the drain on the first SIGINT or SIGTERM; a second signal exits at once, for an
+/// operator who does not want to wait for the grace period.
+pub async fn begin_on_signal(mut signals: StopSignals, draining: Draining) {
+    signals.next().await;
+    tracing::info!("shutting down gracefully; a second signal exits at once");
+    draining.begin();
+    signals.next().await;
+    tracing::warn!("second signal: exiting now");
+    std::process::exit(130);
 }

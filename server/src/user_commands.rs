@@ -47,6 +47,13 @@ pub async fn run(database: &DatabaseTarget, command: UserCommand) -> anyhow::Res
                 account.username
             );
         }
+        UserCommand::SetEmail(args) => {
+            let account = accounts::set_email(&db, &args.username, args.email.as_deref()).await?;
+            match account.email {
+                Some(email) => println!("{:?} is told things at {email}.", account.username),
+                None => println!("{:?} has no email address on file.", account.username),
+            }
+        }
     }
     Ok(())
 }
@@ -89,15 +96,23 @@ fn account_table(accounts: &[Account]) -> String {
         .max()
         .unwrap_or(0)
         .max("USERNAME".len());
-    let mut lines = vec![format!("{:<width$}  ROLE   STATE     NAME", "USERNAME")];
+    let mut lines = vec![format!(
+        "{:<width$}  ROLE   STATE     NAME (EMAIL)",
+        "USERNAME"
+    )];
     for account in accounts {
         let state = match (account.disabled_at, account.must_change_password) {
             (Some(_), _) => "disabled",
             (None, true) => "reset",
             (None, false) => "active",
         };
+        let email = account
+            .email
+            .as_deref()
+            .map(|email| format!(" ({email})"))
+            .unwrap_or_default();
         lines.push(format!(
-            "{:<width$}  {:<5}  {state:<8}  {}",
+            "{:<width$}  {:<5}  {state:<8}  {}{email}",
             account.username,
             account.role.as_str(),
             account.display_name

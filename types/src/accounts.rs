@@ -62,6 +62,9 @@ pub struct Account {
     pub disabled_at: Option<DateTime<Utc>>,
     /// A reset or a new account: the next sign-in must choose a password first.
     pub must_change_password: bool,
+    /// Where the user is told of their people's news (early alerts, new people to coach).
+    #[serde(default)]
+    pub email: Option<String>,
 }
 
 /// A personal API token as its owner sees it: never the secret.

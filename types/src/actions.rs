@@ -17,14 +17,16 @@ pub enum ActionKind {
     Unwatch,
     Email,
     CoachReassignment,
+    EarlyAlert,
 }
 
 impl ActionKind {
     /// Every action, in the order the dashboard offers them.
-    pub const ALL: [ActionKind; 6] = [
+    pub const ALL: [ActionKind; 7] = [
         ActionKind::Export,
         ActionKind::ProgramStatusChange,
         ActionKind::CoachReassignment,
+        ActionKind::EarlyAlert,
         ActionKind::Watch,
         ActionKind::Unwatch,
         ActionKind::Email,
@@ -39,6 +41,7 @@ impl ActionKind {
             ActionKind::Unwatch => "caseload.unwatch",
             ActionKind::Email => "caseload.email",
             ActionKind::CoachReassignment => "caseload.coach_reassignment",
+            ActionKind::EarlyAlert => "caseload.early_alert",
         }
     }
 
@@ -58,6 +61,7 @@ impl ActionKind {
             ActionKind::Unwatch => "Unwatch",
             ActionKind::Email => "Email",
             ActionKind::CoachReassignment => "Reassign coach",
+            ActionKind::EarlyAlert => "Early alert",
         }
     }
 
@@ -70,6 +74,7 @@ impl ActionKind {
             ActionKind::Unwatch => "/caseload/unwatches",
             ActionKind::Email => "/caseload/emails",
             ActionKind::CoachReassignment => "/caseload/coach-reassignments",
+            ActionKind::EarlyAlert => "/caseload/early-alerts",
         }
     }
 
@@ -82,11 +87,13 @@ impl ActionKind {
             ActionKind::Unwatch => ("No longer watched", Some("Were not watched")),
             ActionKind::Email => ("Sent", Some("Already handled by an earlier attempt")),
             ActionKind::CoachReassignment => ("Moved", Some("Already with that coach")),
+            ActionKind::EarlyAlert => ("Alerts raised", None),
         };
         ReportWords {
             changed,
             unchanged,
             sends_email: matches!(self, ActionKind::Email),
+            tells_coaches: matches!(self, ActionKind::EarlyAlert | ActionKind::CoachReassignment),
         }
     }
 }
@@ -100,6 +107,8 @@ pub struct ReportWords {
     pub unchanged: Option<&'static str>,
     /// Whether the email counts (no address, deferred, failed) apply.
     pub sends_email: bool,
+    /// Whether the coach notice counts (`coaches_told`, `coaches_not_told`) apply.
+    pub tells_coaches: bool,
 }
 
 /// The component name of the CSV import of people (an admin's task, not a bulk action on a
@@ -127,7 +136,8 @@ pub const SAMPLE_SIZE: usize = 20;
 /// - `unchanged`: people already in the wanted state (or done by an earlier run);
 /// - `forbidden` / `unknown`: requested ids outside the run_as user's scope, or naming nobody;
 /// - email only: `without_address` (skipped), `deferred` (waiting for another try),
-///   `failed` (bounced, or interrupted mid-send and deliberately not repeated).
+///   `failed` (bounced, or interrupted mid-send and deliberately not repeated);
+/// - actions that tell coaches: `coaches_told`, `coaches_not_told`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
@@ -139,6 +149,10 @@ pub struct ActionReport {
     pub without_address: u64,
     pub deferred: u64,
     pub failed: u64,
+    /// Coaches emailed about their people (early alerts, coach reassignment).
+    pub coaches_told: u64,
+    /// Coaches not emailed: no address on file, or the message failed.
+    pub coaches_not_told: u64,
     /// Up to [`SAMPLE_SIZE`] of the forbidden ids.
     pub forbidden_sample: Vec<Uuid>,
     /// Up to [`SAMPLE_SIZE`] of the unknown ids.

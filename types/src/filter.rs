@@ -45,6 +45,9 @@ pub struct PersonFilter {
     pub coach_id: Option<Uuid>,
     /// Only people this staff user watches ("watched by me").
     pub watched_by: Option<Uuid>,
+    /// Only people with at least one open early alert.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub has_open_alerts: bool,
 }
 
 impl PersonFilter {

@@ -1,7 +1,7 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: staff
 //! [`accounts`] and tokens, people from the school's records ([`person_records`], [`people_import`]), a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
-//! reports ([`actions`]), what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
+//! reports ([`actions`]), early [`alerts`], what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
 //! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
 //! them ([`words`]).
 //!
@@ -11,6 +11,7 @@
 
 pub mod accounts;
 pub mod actions;
+pub mod alerts;
 pub mod export;
 pub mod filter;
 pub mod node;

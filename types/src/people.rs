@@ -20,6 +20,9 @@ pub struct PersonSummary {
     pub email: Option<String>,
     pub program_status: String,
     pub coach_id: Option<Uuid>,
+    /// How many early alerts of theirs are open.
+    #[serde(default)]
+    pub open_alerts: u32,
 }
 
 /// One page of people plus the number matching the filter in all.

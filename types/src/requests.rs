@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::actions::ActionKind;
+use crate::alerts::AlertContent;
 use crate::export::ExportColumn;
 use crate::filter::PersonFilter;
 
@@ -137,6 +138,22 @@ pub struct CoachReassignmentRequest {
     pub unknown: UnknownFields,
 }
 
+/// `POST /api/1/caseload/early-alerts`: an early alert for each targeted person, then one
+/// email to each of their coaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EarlyAlertRequest {
+    #[serde(flatten)]
+    pub target: TargetRequest,
+    #[serde(flatten)]
+    pub schedule: ScheduleRequest,
+    #[serde(flatten)]
+    pub alert: AlertContent,
+    #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub unknown: UnknownFields,
+}
+
 /// `POST /api/1/caseload/unwatches`: the same fields as a watch.
 pub type UnwatchRequest = WatchRequest;
 
@@ -152,6 +169,7 @@ pub enum ActionRequest {
     Unwatch(UnwatchRequest),
     Email(EmailRequest),
     CoachReassignment(CoachReassignmentRequest),
+    EarlyAlert(EarlyAlertRequest),
 }
 
 impl ActionRequest {
@@ -164,6 +182,7 @@ impl ActionRequest {
             ActionRequest::Unwatch(_) => ActionKind::Unwatch,
             ActionRequest::Email(_) => ActionKind::Email,
             ActionRequest::CoachReassignment(_) => ActionKind::CoachReassignment,
+            ActionRequest::EarlyAlert(_) => ActionKind::EarlyAlert,
         }
     }
 
@@ -175,6 +194,7 @@ impl ActionRequest {
             ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => &request.target,
             ActionRequest::Email(request) => &request.target,
             ActionRequest::CoachReassignment(request) => &request.target,
+            ActionRequest::EarlyAlert(request) => &request.target,
         }
     }
 
@@ -193,6 +213,7 @@ impl ActionRequest {
             ActionRequest::CoachReassignment(request) => {
                 (&mut request.target, &mut request.schedule)
             }
+            ActionRequest::EarlyAlert(request) => (&mut request.target, &mut request.schedule),
         };
         *own_target = target;
         *own_schedule = schedule;
@@ -207,6 +228,7 @@ impl ActionRequest {
             ActionRequest::Watch(request) | ActionRequest::Unwatch(request) => request.schedule,
             ActionRequest::Email(request) => request.schedule,
             ActionRequest::CoachReassignment(request) => request.schedule,
+            ActionRequest::EarlyAlert(request) => request.schedule,
         }
     }
 }

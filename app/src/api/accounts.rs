@@ -72,6 +72,24 @@ pub async fn change_own_password(current: String, new: String) -> Result<(), App
     respond(ssr_impl::change_own_password(current, new)).await
 }
 
+/// The signed-in user's own account (for the address they are told things at).
+#[server(endpoint = "account")]
+pub async fn own_account() -> Result<Account, AppError> {
+    use crate::api::ssr::{db, require_user, respond};
+    respond(async {
+        let user = require_user().await?;
+        Ok(caseload::users::accounts::find_account(&db()?, &user.username).await?)
+    })
+    .await
+}
+
+/// Sets (or, empty, removes) the address the signed-in user is told of their people's news.
+#[server(endpoint = "account/email")]
+pub async fn set_own_email(email: String) -> Result<Account, AppError> {
+    use crate::api::ssr::respond;
+    respond(ssr_impl::set_own_email(email)).await
+}
+
 /// The signed-in user's API tokens, newest first.
 #[server(endpoint = "account/tokens")]
 pub async fn list_own_tokens() -> Result<Vec<TokenInfo>, AppError> {
@@ -179,6 +197,21 @@ pub mod ssr_impl {
             username: account.username,
             password,
         })
+    }
+
+    pub async fn set_own_email(email: String) -> Result<Account, AppError> {
+        let user = require_user().await?;
+        let txn = begin().await?;
+        let account = accounts::set_email(&*txn, &user.username, Some(&email))
+            .await
+            .map_err(|error| match error {
+                caseload::CaseloadError::Invalid(problem) => {
+                    AppError::invalid_fields([("email".to_owned(), problem)])
+                }
+                other => other.into(),
+            })?;
+        commit(txn).await?;
+        Ok(account)
     }
 
     pub async fn change_own_password(current: String, new: String) -> Result<(), AppError> {

@@ -26,6 +26,9 @@ pub struct CaseloadQuery {
     /// Only people the signed-in user watches.
     #[serde(default)]
     pub watched: bool,
+    /// Only people with an open early alert.
+    #[serde(default)]
+    pub alerts: bool,
     /// Zero-based page number.
     pub page: u64,
 }
@@ -96,6 +99,7 @@ pub(crate) mod ssr_impl {
             program_status: Some(query.status.clone()).filter(|s| !s.is_empty()),
             coach_id: query.mine.then_some(user.id),
             watched_by: query.watched.then_some(user.id),
+            has_open_alerts: query.alerts,
             ..PersonFilter::default()
         })
     }

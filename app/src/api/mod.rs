@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod alerts;
 pub mod auth;
 pub mod bulk;
 pub mod caseload;

@@ -31,6 +31,7 @@ pub fn TopBar() -> impl IntoView {
                             <a href="/admin/queue">"Queue health"</a>
                             <a href="/admin/users">"Users"</a>
                             <a href="/admin/imports">"Import people"</a>
+                            <a href="/admin/alert-reasons">"Alert reasons"</a>
                         })
                     })}
                 </Transition>

@@ -6,7 +6,9 @@ use bulkq_types::accounts::TokenInfo;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::accounts::{ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, list_own_tokens};
+use crate::api::accounts::{
+    ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, SetOwnEmail, list_own_tokens, own_account,
+};
 use crate::api::auth::get_current_user;
 use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::top_bar::TopBar;
@@ -35,7 +37,7 @@ pub fn AccountPage() -> impl IntoView {
                     let must_change = user.await.ok().flatten().is_some_and(|u| u.must_change_password);
                     view! {
                         <PasswordForm change must_change />
-                        {(!must_change).then(|| view! { <Tokens /> })}
+                        {(!must_change).then(|| view! { <EmailForm /> <Tokens /> })}
                     }
                 })}
             </Transition>
@@ -72,6 +74,40 @@ fn PasswordForm(change: ServerAction<ChangeOwnPassword>, must_change: bool) -> i
                 <p class="hint">"At least 15 characters; a few unrelated words make a good one."</p>
                 <button type="submit" disabled=move || change.pending().get()>"Change password"</button>
             </ActionForm>
+            {outcome}
+        </section>
+    }
+}
+
+/// The address the user is told of their people's news at (early alerts, new people).
+#[component]
+fn EmailForm() -> impl IntoView {
+    let save = ServerAction::<SetOwnEmail>::new();
+    let account = Resource::new(move || save.version().get(), |_| own_account());
+    let outcome = move || {
+        save.value().get().map(|result| match result {
+            Ok(_) => view! { <p class="notice" role="status">"Saved."</p> }.into_any(),
+            Err(error) => view! { <ErrorMessage error /> }.into_any(),
+        })
+    };
+    view! {
+        <section aria-label="Email">
+            <h2>"Email"</h2>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let email = account.await.ok().and_then(|a| a.email).unwrap_or_default();
+                    view! {
+                        <ActionForm action=save>
+                            <label for="email">"Tell me of my people's news at"</label>
+                            <input id="email" name="email" type="email" maxlength="254" value=email aria-describedby="email-hint" />
+                            <p class="hint" id="email-hint">
+                                "Early alerts for people you coach and people moved to you. Empty: no email."
+                            </p>
+                            <button type="submit" disabled=move || save.pending().get()>"Save"</button>
+                        </ActionForm>
+                    }
+                })}
+            </Transition>
             {outcome}
         </section>
     }

@@ -11,7 +11,7 @@ use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use uuid::Uuid;
 
 use crate::api::imports::{DiscardImport, ImportDraft, StartPeopleImport, preview_import};
-use crate::components::feedback::{ErrorMessage, HeaderRow};
+use crate::components::feedback::{AdminPageError, ErrorMessage, HeaderRow};
 use crate::components::top_bar::TopBar;
 use crate::error::AppError;
 use crate::format;
@@ -76,13 +76,10 @@ pub fn ImportPreviewPage() -> impl IntoView {
                     let full_sync = choice().1;
                     match draft.await {
                         Ok(draft) => view! { <Draft draft full_sync /> }.into_any(),
-                        Err(AppError::Forbidden(_)) => view! {
-                            <p class="error" role="alert" data-testid="forbidden">
-                                "People are imported by administrators only."
-                            </p>
+                        Err(error) => view! {
+                            <AdminPageError error admins_only="People are imported by administrators only." />
                         }
                         .into_any(),
-                        Err(error) => view! { <ErrorMessage error /> }.into_any(),
                     }
                 })}
             </Transition>

@@ -1,6 +1,7 @@
 //! One module per route.
 
 pub mod account;
+pub mod alert_reasons;
 pub mod caseload;
 pub mod imports;
 pub mod not_found;

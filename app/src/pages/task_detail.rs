@@ -258,6 +258,12 @@ fn report_lines(kind: ActionKind, report: &ActionReport) -> Vec<(&'static str, u
         ("No email address", report.without_address, is_email),
         ("Waiting to be tried again", report.deferred, is_email),
         ("Could not be sent", report.failed, is_email),
+        ("Coaches told", report.coaches_told, words.tells_coaches),
+        (
+            "Coaches not told (no address, or the message failed)",
+            report.coaches_not_told,
+            false,
+        ),
     ]
     .into_iter()
     .filter(|(_, count, always)| *always || *count > 0)

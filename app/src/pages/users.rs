@@ -10,9 +10,8 @@ use crate::api::accounts::{
     CreateAccount, OneTimePassword, ResetAccountPassword, SetAccountDisabled, SetAccountRole,
     list_accounts,
 };
-use crate::components::feedback::{ErrorMessage, HeaderRow};
+use crate::components::feedback::{AdminPageError, ErrorMessage, HeaderRow};
 use crate::components::top_bar::TopBar;
-use crate::error::AppError;
 use crate::format;
 
 /// The page's server actions, passed down together.
@@ -59,13 +58,10 @@ pub fn UsersPage() -> impl IntoView {
                             <AccountTable accounts actions />
                         }
                         .into_any(),
-                        Err(AppError::Forbidden(_)) => view! {
-                            <p class="error" role="alert" data-testid="forbidden">
-                                "Users are managed by administrators only."
-                            </p>
+                        Err(error) => view! {
+                            <AdminPageError error admins_only="Users are managed by administrators only." />
                         }
                         .into_any(),
-                        Err(error) => view! { <ErrorMessage error /> }.into_any(),
                     }
                 })}
             </Transition>

@@ -21,6 +21,7 @@ pub mod spec;
 pub mod submit;
 pub mod summary;
 pub mod target;
+mod tell_coaches;
 mod walk;
 
 use std::path::PathBuf;

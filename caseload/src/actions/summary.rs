@@ -110,6 +110,9 @@ fn describe_filter(filter: &PersonFilter, owner: Uuid, statuses: &StatusNames) -
             .to_owned(),
         );
     }
+    if filter.has_open_alerts {
+        words.push("with open alerts".to_owned());
+    }
     words
 }
 

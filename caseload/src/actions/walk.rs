@@ -423,6 +423,7 @@ pub(crate) fn task_error(error: CaseloadError) -> TaskError {
         | CaseloadError::UnknownStatus(_)
         | CaseloadError::UnknownUser(_)
         | CaseloadError::UserDisabled(_)
+        | CaseloadError::NotFound
         | CaseloadError::Queue(_) => TaskError::permanent(error),
     }
 }

@@ -117,7 +117,13 @@ impl Mailer {
 
     /// Sends one message to `recipient`, copied to the content's cc addresses.
     pub async fn send(&self, recipient: &Recipient, content: &EmailContent) -> Delivery {
-        let message = match self.compose(recipient, content) {
+        self.send_to(&recipient.name, &recipient.address, content)
+            .await
+    }
+
+    /// Sends one message to `name` at `address`, copied to the content's cc addresses.
+    pub async fn send_to(&self, name: &str, address: &str, content: &EmailContent) -> Delivery {
+        let message = match self.compose(name, address, content) {
             Ok(message) => message,
             Err(detail) => return Delivery::Permanent(detail),
         };
@@ -133,14 +139,18 @@ impl Mailer {
         }
     }
 
-    fn compose(&self, recipient: &Recipient, content: &EmailContent) -> Result<Message, String> {
-        let address = recipient
-            .address
+    fn compose(
+        &self,
+        name: &str,
+        address: &str,
+        content: &EmailContent,
+    ) -> Result<Message, String> {
+        let mailbox = address
             .parse()
-            .map_err(|_| format!("{:?} is not a usable address", recipient.address))?;
+            .map_err(|_| format!("{address:?} is not a usable address"))?;
         let mut builder = Message::builder()
             .from(self.from.clone())
-            .to(Mailbox::new(Some(recipient.name.clone()), address))
+            .to(Mailbox::new(Some(name.to_owned()), mailbox))
             .subject(content.subject.trim())
             .header(ContentType::TEXT_PLAIN);
         for cc in content.cc_mailboxes().map_err(|e| e.to_string())? {

@@ -1,7 +1,10 @@
 //! SeaORM entities for the caseload tables.
 
+pub mod alert_reason;
 pub mod api_token;
 pub mod coach_change;
+pub mod coach_notice;
+pub mod early_alert;
 pub mod email_send_log;
 pub mod person;
 pub mod person_watch;

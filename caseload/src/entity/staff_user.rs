@@ -19,6 +19,8 @@ pub struct Model {
     pub disabled_at: Option<DateTimeUtc>,
     /// Set by a password reset: the next sign-in must choose a new password first.
     pub must_change_password: bool,
+    /// Where the user is told things (coach notices); `None`: they are not emailed.
+    pub email: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

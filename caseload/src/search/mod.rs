@@ -54,6 +54,7 @@ impl From<person::Model> for PersonSummary {
             email: row.email,
             program_status: row.program_status,
             coach_id: row.coach_id,
+            open_alerts: 0,
         }
     }
 }
@@ -97,10 +98,14 @@ pub async fn search_people<C: ConnectionTrait>(
             (counted, page_ids(db, keys, plan, page).await?)
         }
     };
+    let open_alerts = crate::early_alerts::open_counts(db, &ids).await?;
     let people = people_in_order(db, &ids)
         .await?
         .into_iter()
-        .map(PersonSummary::from)
+        .map(|row| PersonSummary {
+            open_alerts: open_alerts.get(&row.id).copied().unwrap_or_default(),
+            ..PersonSummary::from(row)
+        })
         .collect();
     Ok(PersonPage {
         people,

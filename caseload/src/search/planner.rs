@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::sql::{contains, contains_keys, starts_with};
 use super::{PageRequest, validate_filter};
 use crate::CaseloadError;
-use crate::entity::{person, person_watch};
+use crate::entity::{early_alert, person, person_watch};
 
 /// Up to this many matches, a text-filtered page is sorted after filtering (see
 /// [`search_people`](super::search_people)); beyond it the name index is walked.
@@ -67,8 +67,9 @@ pub(super) trait FilterShape {
     /// Whether the filter is a program status and/or a coach and nothing else: those have
     /// indexes in name order.
     fn only_status_or_coach(&self) -> bool;
-    /// Whether a text criterion (name, email, contains) or the watch list narrows the search:
-    /// filters whose matches need not be spread evenly through the alphabet.
+    /// Whether a text criterion (name, email, contains), the watch list or open alerts
+    /// narrow the search: filters whose matches need not be spread evenly through the
+    /// alphabet.
     fn has_text(&self) -> bool;
 }
 
@@ -101,6 +102,7 @@ impl FilterShape for PersonFilter {
             || self.email.is_some()
             || self.contains.is_some()
             || self.watched_by.is_some()
+            || self.has_open_alerts
     }
 }
 
@@ -171,8 +173,8 @@ fn union_of_name_columns(branch: impl Fn(person::Column) -> SelectStatement) -> 
 }
 
 /// The next ids a walk over `filter` may find people at: the first `limit` after `after`,
-/// in id order, that its name word or its watch list names, read from indexes alone; `None`
-/// for a filter with neither.
+/// in id order, that its name word, its watch list or the open alerts name, read from
+/// indexes alone; `None` for a filter with none of them.
 ///
 /// Why: a walk's batches go in id order, which no name index keeps, so a batch found
 /// through the filter's indexes read every match's row (and sorted them all) to keep
@@ -209,6 +211,16 @@ pub(super) fn walk_candidates(
             .expr_as(Expr::col(person_id), person::Column::Id)
             .from(person_watch::Entity)
             .and_where(person_watch::Column::StaffUserId.eq(staff_user_id))
+            .cond_where(after_cursor(person_id.into_column_ref()))
+            .to_owned()
+    } else if filter.has_open_alerts {
+        // `idx_early_alert_open` lists the people with open alerts: one range.
+        let person_id = (early_alert::Entity, early_alert::Column::PersonId);
+        Query::select()
+            .distinct()
+            .expr_as(Expr::col(person_id), person::Column::Id)
+            .from(early_alert::Entity)
+            .and_where(early_alert::Column::ClosedAt.is_null())
             .cond_where(after_cursor(person_id.into_column_ref()))
             .to_owned()
     } else {
@@ -302,6 +314,17 @@ pub(super) fn condition(
         all = all.add(match walk {
             true => Expr::cust("+person.id").in_subquery(watched),
             false => person::Column::Id.in_subquery(watched),
+        });
+    }
+    if filter.has_open_alerts {
+        let alerted = Query::select()
+            .column(early_alert::Column::PersonId)
+            .from(early_alert::Entity)
+            .and_where(early_alert::Column::ClosedAt.is_null())
+            .to_owned();
+        all = all.add(match walk {
+            true => Expr::cust("+person.id").in_subquery(alerted),
+            false => person::Column::Id.in_subquery(alerted),
         });
     }
     Ok(all)

@@ -33,6 +33,7 @@ impl TryFrom<staff_user::Model> for Account {
             created_at: row.created_at,
             disabled_at: row.disabled_at,
             must_change_password: row.must_change_password,
+            email: row.email,
         })
     }
 }
@@ -115,6 +116,35 @@ pub async fn set_role<C: ConnectionTrait>(
     update(db, account.id, staff_user::Column::Role, role.as_str()).await?;
     find_account(db, username).await
 }
+
+/// Sets (or, with `None` or an empty text, removes) the address an account is told things
+/// at; returns the account as it now is.
+pub async fn set_email<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    email: Option<&str>,
+) -> Result<Account, CaseloadError> {
+    let account = find_account(db, username).await?;
+    let email = email.map(str::trim).filter(|email| !email.is_empty());
+    if let Some(email) = email
+        && (email.len() > MAX_EMAIL_LEN || email.parse::<lettre::Address>().is_err())
+    {
+        return Err(CaseloadError::Invalid(format!(
+            "{email:?} is not an email address"
+        )));
+    }
+    update(
+        db,
+        account.id,
+        staff_user::Column::Email,
+        email.map(str::to_owned),
+    )
+    .await?;
+    find_account(db, username).await
+}
+
+/// The longest address accepted (RFC 5321).
+const MAX_EMAIL_LEN: usize = 254;
 
 /// Gives an account a generated one-time password that must be changed at the next sign-in,
 /// and returns it (the only time it is shown).

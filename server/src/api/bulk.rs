@@ -15,8 +15,8 @@ use axum::routing::{MethodRouter, post};
 use bulkq_types::actions::ActionKind;
 use bulkq_types::export::ExportFileState;
 use bulkq_types::requests::{
-    ActionRequest, CoachReassignmentRequest, EmailRequest, ExportRequest, StatusChangeRequest,
-    WatchRequest,
+    ActionRequest, CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, ExportRequest,
+    StatusChangeRequest, WatchRequest,
 };
 use bulkq_types::task::TaskView;
 use caseload::actions::export_file;
@@ -77,6 +77,12 @@ bulk_action_endpoint!(
     CoachReassignmentRequest,
     CoachReassignment
 );
+bulk_action_endpoint!(
+    post_early_alert,
+    "/caseload/early-alerts",
+    EarlyAlertRequest,
+    EarlyAlert
+);
 
 /// The bulk actions' part of the API's contract, merged into its document
 /// (`super::openapi`).
@@ -87,7 +93,8 @@ bulk_action_endpoint!(
     post_watch,
     post_unwatch,
     post_email,
-    post_coach_reassignment
+    post_coach_reassignment,
+    post_early_alert
 ))]
 pub struct BulkActionPaths;
 
@@ -101,6 +108,7 @@ pub fn submit_route(kind: ActionKind) -> MethodRouter<ApiState> {
         ActionKind::Unwatch => post(post_unwatch),
         ActionKind::Email => post(post_email),
         ActionKind::CoachReassignment => post(post_coach_reassignment),
+        ActionKind::EarlyAlert => post(post_early_alert),
     }
 }
 

@@ -7,6 +7,7 @@
 //! `{"error": "...", "fields": {...}}` with a 4xx status for the caller's mistakes; internal
 //! failures are logged and answered with a generic 500 that reveals nothing.
 
+pub mod alerts;
 pub mod bulk;
 pub mod events;
 pub mod json;
@@ -61,7 +62,14 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
         .route("/task-events", get(events::task_events))
         .route("/caseload/exports/{id}/file", get(bulk::get_export_file))
         .route("/people", post(people::upsert_people))
-        .route("/people/retire", post(people::retire_people));
+        .route("/people/retire", post(people::retire_people))
+        .route("/people/{id}/early-alerts", get(alerts::person_alerts))
+        .route("/early-alerts/{id}/close", post(alerts::close_alert))
+        .route(
+            "/alert-reasons",
+            get(alerts::list_reasons).post(alerts::add_reason),
+        )
+        .route("/alert-reasons/{code}/retire", post(alerts::retire_reason));
     ActionKind::ALL
         .into_iter()
         .fold(routes, |routes, kind| {

@@ -7,7 +7,7 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{bulk, events, people, periodic, tasks};
+use super::{alerts, bulk, events, people, periodic, tasks};
 use crate::web::SESSION_COOKIE;
 
 /// The document.
@@ -34,6 +34,11 @@ use crate::web::SESSION_COOKIE;
         bulk::get_export_file,
         people::upsert_people,
         people::retire_people,
+        alerts::list_reasons,
+        alerts::add_reason,
+        alerts::retire_reason,
+        alerts::person_alerts,
+        alerts::close_alert,
     ),
     modifiers(&Credentials),
     security(("session" = []), ("token" = []))

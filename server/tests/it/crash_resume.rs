@@ -8,10 +8,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use bulkq_types::actions::ActionReport;
+use bulkq_types::alerts::AlertContent;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::requests::ActionRequest;
 use bulkq_types::requests::{
-    CoachReassignmentRequest, EmailRequest, StatusChangeRequest, TargetRequest,
+    CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, StatusChangeRequest, TargetRequest,
 };
 use caseload::actions::{submit, task_report};
 use caseload::entity::email_send_log as send_log;
@@ -34,6 +35,7 @@ use crate::nodes::{ScratchDir, kill};
 queue::backend_tests!(Migrator =>
     a_status_change_survives_killed_nodes,
     a_coach_reassignment_survives_killed_nodes,
+    early_alerts_survive_killed_nodes,
     an_email_survives_killed_nodes,
     a_people_import_survives_killed_nodes,
 );
@@ -139,6 +141,82 @@ async fn a_coach_reassignment_survives_killed_nodes(db: TestDatabase) {
         (report.changed, report.unchanged),
         (people as u64, 0),
         "the checkpointed report counts every person once"
+    );
+}
+
+async fn early_alerts_survive_killed_nodes(db: TestDatabase) {
+    // 40 batches of 50, the people spread over five coaches with addresses.
+    let (people, batch_size) = (2_000, 50);
+    let user = add_user(&db, "ada", Role::Admin).await;
+    let mut coaches = Vec::new();
+    for n in 0..5 {
+        let coach = add_user(&db, &format!("coach{n}"), Role::Staff).await;
+        let address = format!("coach{n}@example.edu");
+        caseload::users::accounts::set_email(&db.conn, &coach.username, Some(&address))
+            .await
+            .unwrap();
+        coaches.push(coach.id);
+    }
+    let options = SeedOptions {
+        people: people as u64,
+        seed: 7,
+        coaches: coaches.clone(),
+    };
+    seed_people(&db.conn, &options).await.unwrap();
+    let coached = db
+        .scalar("SELECT COUNT(DISTINCT coach_id) FROM person WHERE coach_id IS NOT NULL")
+        .await;
+    let smtp = SmtpServer::start().await;
+    let store = Store::new(db.conn.clone());
+    let request = ActionRequest::EarlyAlert(EarlyAlertRequest {
+        target: everyone(),
+        alert: AlertContent {
+            course: "Crash test".into(),
+            reasons: vec!["LOW_GRADES".into()],
+            ..AlertContent::default()
+        },
+        ..EarlyAlertRequest::default()
+    });
+    let task = submit(&store, &user, request, &NODE_LIMITS, None)
+        .await
+        .unwrap();
+
+    let relay = format!("127.0.0.1:{}", smtp.port);
+    let relay_args = ["--smtp-relay", relay.as_str()];
+    let run = run_with_kills(&db, &store, task.id, people, batch_size, &relay_args).await;
+
+    let (alerts, people_with_alerts, repeated) = history_of_task(&db, "early_alert", task.id).await;
+    let mut told: HashMap<String, i64> = HashMap::new();
+    for message in smtp.received() {
+        for recipient in message.recipients {
+            *told.entry(recipient).or_default() += 1;
+        }
+    }
+    println!(
+        "early alert crash test ({}): {people} people, {}, {alerts} alerts, {} coaches told",
+        backend(&db),
+        run.summary(),
+        told.len(),
+    );
+    assert_eq!(
+        (alerts, people_with_alerts, repeated),
+        (people, people, 0),
+        "one alert per person"
+    );
+    assert_eq!(
+        told.len() as i64,
+        coached,
+        "every coach of the people is told"
+    );
+    assert!(
+        told.values().all(|times| *times == 1),
+        "each coach once: {told:?}"
+    );
+    let report = run.report();
+    assert_eq!(
+        (report.changed, report.coaches_told),
+        (people as u64, coached as u64),
+        "the checkpointed report counts every person and coach once"
     );
 }
 

@@ -11,6 +11,7 @@ mod cluster;
 mod coach_reassignment;
 mod connections;
 mod crash_resume;
+mod early_alerts;
 mod export_retention;
 mod helpers;
 mod hostile;

@@ -13,7 +13,7 @@ use caseload::actions::task_report;
 use caseload::users::Role;
 use caseload::users::tokens::{NewToken, create_token};
 use migration::Migrator;
-use queue::testing::TestDatabase;
+use queue::testing::{Backend, TestDatabase};
 use queue::{Store, TaskStatus};
 use sea_orm::{ConnectionTrait, Statement};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -25,6 +25,51 @@ use crate::helpers::add_user;
 use crate::nodes::{ScratchDir, kill, terminate};
 
 queue::backend_tests!(Migrator => a_stopping_node_ends_its_streams_and_hands_its_task_on);
+
+/// A stop that arrives while the node is still starting (here waiting for the write lock the
+/// test holds on its SQLite file) is kept: the node finishes starting, drains at once and
+/// exits 0. SIGTERM's default action used to kill it, mid-start, with the queue perhaps
+/// already claiming.
+#[tokio::test]
+async fn a_stop_during_start_up_is_a_drain_not_a_kill() {
+    let db = TestDatabase::create::<Migrator>(Backend::Sqlite)
+        .await
+        .expect("a SQLite database");
+    let lock = queue::database::begin_immediate(&db.conn)
+        .await
+        .expect("hold the write lock");
+    let scratch = ScratchDir::new();
+    let mut node = scratch.start_node(&db.url, "starting", &[]);
+    let pid = node.id().expect("the node runs");
+    // Once it has the database open it is past installing its signal handlers.
+    let file = db.url.trim_start_matches("sqlite://");
+    let file = file.split('?').next().unwrap_or(file).to_owned();
+    let opened = tokio::time::timeout(STOPS_WITHIN, async {
+        while !has_open(pid, &file) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(opened.is_ok(), "the node opened its database");
+    terminate(&node).await;
+    lock.commit().await.expect("let the node go on");
+    let exit = tokio::time::timeout(STOPS_WITHIN, node.wait())
+        .await
+        .expect("the node stops")
+        .expect("reap the node");
+    assert!(exit.success(), "a clean exit: {exit}");
+}
+
+/// Whether process `pid` has `file` open.
+fn has_open(pid: u32, file: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+        .any(|target| target.to_string_lossy() == file)
+}
 
 /// The stopping node's grace period: far longer than its stop takes, so a node that waits
 /// out the grace (as one with an open stream did) fails the test's wait.

@@ -1,5 +1,6 @@
 //! The forms of the bulk actions that ask for something: export (columns), change status
-//! (status and reason) and email (subject, message, cc). Watch and unwatch need nothing
+//! (status and reason), reassign coach (the coach), early alert (course, reasons,
+//! suggestion, comment) and email (subject, message, cc). Watch and unwatch need nothing
 //! and go straight to their confirmation ([`has_form`]). Each form fills in the JSON API's
 //! own request for its action, which its confirmation asks about ([`question`]).
 //!
@@ -7,10 +8,11 @@
 //! confirmation (or from an error) finds everything as it was typed.
 
 use bulkq_types::actions::ActionKind;
+use bulkq_types::alerts::{AlertContent, MAX_COURSE_LEN, MAX_NOTE_LEN};
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
 use bulkq_types::requests::{
-    ActionRequest, CoachReassignmentRequest, EmailRequest, ExportRequest, ScheduleRequest,
-    StatusChangeRequest, WatchRequest,
+    ActionRequest, CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, ExportRequest,
+    ScheduleRequest, StatusChangeRequest, WatchRequest,
 };
 use leptos::ev::SubmitEvent;
 use leptos::html;
@@ -18,6 +20,7 @@ use leptos::prelude::*;
 use leptos::wasm_bindgen::JsCast;
 use leptos::web_sys;
 
+use crate::api::alerts::alert_reasons;
 use crate::api::bulk::PRIORITIES;
 use crate::api::caseload::{ProgramStatusOption, list_coaches};
 use crate::{format, local_time};
@@ -28,6 +31,7 @@ pub fn has_form(kind: ActionKind) -> bool {
         ActionKind::Export
         | ActionKind::ProgramStatusChange
         | ActionKind::CoachReassignment
+        | ActionKind::EarlyAlert
         | ActionKind::Email => true,
         ActionKind::Watch | ActionKind::Unwatch => false,
     }
@@ -42,6 +46,11 @@ pub struct Drafts {
     reason: RwSignal<String>,
     /// The new coach's username.
     to_coach: RwSignal<String>,
+    /// The early alert's course or term, reason codes, suggestion and comment.
+    course: RwSignal<String>,
+    reasons: RwSignal<Vec<String>>,
+    suggestion: RwSignal<String>,
+    comment: RwSignal<String>,
     subject: RwSignal<String>,
     body: RwSignal<String>,
     /// Cc addresses as typed: separated by commas, spaces or new lines.
@@ -58,6 +67,10 @@ impl Drafts {
             to_status: RwSignal::default(),
             reason: RwSignal::default(),
             to_coach: RwSignal::default(),
+            course: RwSignal::default(),
+            reasons: RwSignal::default(),
+            suggestion: RwSignal::default(),
+            comment: RwSignal::default(),
             subject: RwSignal::default(),
             body: RwSignal::default(),
             cc: RwSignal::default(),
@@ -103,6 +116,15 @@ impl Drafts {
                     ..CoachReassignmentRequest::default()
                 })
             }
+            ActionKind::EarlyAlert => ActionRequest::EarlyAlert(EarlyAlertRequest {
+                alert: AlertContent {
+                    course: self.course.get_untracked(),
+                    reasons: self.reasons.get_untracked(),
+                    suggestion: self.suggestion.get_untracked(),
+                    comment: self.comment.get_untracked(),
+                },
+                ..EarlyAlertRequest::default()
+            }),
             ActionKind::Watch => ActionRequest::Watch(WatchRequest::default()),
             ActionKind::Unwatch => ActionRequest::Unwatch(WatchRequest::default()),
             ActionKind::Email => ActionRequest::Email(EmailRequest {
@@ -143,6 +165,10 @@ pub fn question(request: &ActionRequest, people: u64, statuses: &[ProgramStatusO
         ActionRequest::CoachReassignment(move_to) => {
             format!("Move {people} to the coach {}?", move_to.to_coach)
         }
+        ActionRequest::EarlyAlert(alert) => format!(
+            "Raise an early alert for {people} in “{}” and tell their coaches?",
+            alert.alert.course.trim()
+        ),
     }
 }
 
@@ -186,6 +212,7 @@ pub fn BulkForm(
         }
         ActionKind::Email => ("Send email", email_fields(drafts).into_any()),
         ActionKind::CoachReassignment => ("Reassign coach", coach_fields(drafts).into_any()),
+        ActionKind::EarlyAlert => ("Raise an early alert", alert_fields(drafts).into_any()),
         ActionKind::Watch | ActionKind::Unwatch => (kind.label(), ().into_any()),
     };
     view! {
@@ -298,6 +325,74 @@ fn coach_fields(drafts: Drafts) -> impl IntoView {
     }
 }
 
+/// The alert's course, its reasons (from the list admins keep), a suggestion and a comment.
+fn alert_fields(drafts: Drafts) -> impl IntoView {
+    let reasons = Resource::new(|| (), |_| alert_reasons(false));
+    view! {
+        <label for="bulk-course">"Course or term"</label>
+        <input
+            id="bulk-course"
+            type="text"
+            required
+            maxlength=MAX_COURSE_LEN.to_string()
+            bind:value=drafts.course
+        />
+        <fieldset>
+            <legend>"Reasons (one or more)"</legend>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    reasons
+                        .await
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|reason| {
+                            let code = reason.code.clone();
+                            let checked = {
+                                let code = code.clone();
+                                move || drafts.reasons.with(|chosen| chosen.contains(&code))
+                            };
+                            view! {
+                                <label class="check">
+                                    <input
+                                        type="checkbox"
+                                        name="reasons"
+                                        value=reason.code
+                                        prop:checked=checked
+                                        on:change=move |ev| {
+                                            let on = event_target_checked(&ev);
+                                            drafts.reasons.update(|chosen| {
+                                                chosen.retain(|c| *c != code);
+                                                if on {
+                                                    chosen.push(code.clone());
+                                                }
+                                            });
+                                        }
+                                    />
+                                    {reason.name}
+                                </label>
+                            }
+                        })
+                        .collect_view()
+                })}
+            </Transition>
+        </fieldset>
+        <label for="bulk-suggestion">"Suggestion (optional)"</label>
+        <textarea
+            id="bulk-suggestion"
+            rows="2"
+            maxlength=MAX_NOTE_LEN.to_string()
+            bind:value=drafts.suggestion
+        ></textarea>
+        <label for="bulk-comment">"Comment (optional)"</label>
+        <textarea
+            id="bulk-comment"
+            rows="2"
+            maxlength=MAX_NOTE_LEN.to_string()
+            bind:value=drafts.comment
+        ></textarea>
+    }
+}
+
 fn email_fields(drafts: Drafts) -> impl IntoView {
     view! {
         <label for="bulk-subject">"Subject"</label>
@@ -323,6 +418,7 @@ fn schedule_fields(drafts: Drafts, kind: ActionKind) -> impl IntoView {
         ActionKind::Export
         | ActionKind::ProgramStatusChange
         | ActionKind::CoachReassignment
+        | ActionKind::EarlyAlert
         | ActionKind::Watch
         | ActionKind::Unwatch => "Start at (optional)",
     };

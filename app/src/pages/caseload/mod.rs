@@ -9,6 +9,7 @@
 //! - [`bulk_bar`]: the bulk-action bar and each action's way from form to task;
 //! - [`bulk_forms`]: the forms of the actions that ask for something.
 
+mod alerts;
 mod bulk_bar;
 mod bulk_forms;
 mod selection;
@@ -28,6 +29,7 @@ use crate::api::caseload::{
 use crate::components::feedback::ErrorMessage;
 use crate::components::top_bar::TopBar;
 use crate::format;
+use alerts::OpenAlerts;
 use bulk_bar::BulkBar;
 use selection::Selection;
 
@@ -44,6 +46,7 @@ pub fn CaseloadPage() -> impl IntoView {
             status: p.get("status").unwrap_or_default(),
             mine: p.get("mine").as_deref() == Some(ON),
             watched: p.get("watched").as_deref() == Some(ON),
+            alerts: p.get("alerts").as_deref() == Some(ON),
             page: p.get("page").and_then(|n| n.parse().ok()).unwrap_or(0),
         })
     });
@@ -86,6 +89,10 @@ pub fn CaseloadPage() -> impl IntoView {
                     <label class="check">
                         <input type="checkbox" name="watched" value=ON prop:checked=move || query.get().watched />
                         "Watched by me"
+                    </label>
+                    <label class="check">
+                        <input type="checkbox" name="alerts" value=ON prop:checked=move || query.get().alerts />
+                        "Has open alerts"
                     </label>
                     <button type="submit">"Search"</button>
                 </div>
@@ -168,6 +175,7 @@ fn Results(
                         <th scope="col">"School id"</th>
                         <th scope="col">"Email"</th>
                         <th scope="col">"Program status"</th>
+                        <th scope="col">"Open alerts"</th>
                     </tr>
                 </thead>
                 <tbody>
@@ -213,6 +221,9 @@ fn person_row(
             <td>{person.school_id}</td>
             <td>{person.email.unwrap_or_default()}</td>
             <td data-testid="program-status">{status}</td>
+            <td data-testid="open-alerts">
+                <OpenAlerts person_id=id count=person.open_alerts />
+            </td>
         </tr>
     }
 }
@@ -245,7 +256,12 @@ fn caseload_href(query: &CaseloadQuery) -> String {
     let mut url = form_urlencoded::Serializer::new(String::new());
     url.append_pair("q", &query.q)
         .append_pair("status", &query.status);
-    for (name, on) in [("mine", query.mine), ("watched", query.watched)] {
+    let filters = [
+        ("mine", query.mine),
+        ("watched", query.watched),
+        ("alerts", query.alerts),
+    ];
+    for (name, on) in filters {
         if on {
             url.append_pair(name, ON);
         }
@@ -273,11 +289,12 @@ mod tests {
         let mine = CaseloadQuery {
             mine: true,
             watched: true,
+            alerts: true,
             ..query
         };
         assert_eq!(
             caseload_href(&mine),
-            "/?q=o%27brien+%26+co&status=ACTIVE&mine=true&watched=true&page=3"
+            "/?q=o%27brien+%26+co&status=ACTIVE&mine=true&watched=true&alerts=true&page=3"
         );
     }
 }

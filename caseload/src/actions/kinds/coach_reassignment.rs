@@ -1,5 +1,6 @@
 //! `caseload.coach_reassignment`: moves the target to another coach, batch by batch, with
-//! one `coach_change` row per person moved (never two, however often a batch is re-run).
+//! one `coach_change` row per person moved (never two, however often a batch is re-run),
+//! then tells the new coach once, by email.
 
 use bulkq_types::actions::ActionKind;
 use bulkq_types::requests::{CoachReassignmentRequest, ScheduleRequest};
@@ -15,8 +16,11 @@ use crate::actions::pace::SharedPace;
 use crate::actions::spec::{RequestChecks, SubmitError, everyone};
 use crate::actions::summary::StatusNames;
 use crate::actions::target::Target;
+use crate::actions::tell_coaches::tell_coaches;
 use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
+use crate::coach_notices::News;
 use crate::coach_reassignment::{NewCoach, coach_name, find_new_coach, reassign};
+use crate::email::Mailer;
 use crate::users::StaffUser;
 
 pub(crate) struct CoachReassignment;
@@ -28,6 +32,9 @@ pub struct CoachReassignmentSpec {
     pub to_coach: NewCoach,
     /// The name of the coach whose caseload a query target names, for the summary.
     pub from_coach: Option<String>,
+    /// Who asked for the move, as the new coach's email names them.
+    #[serde(default)]
+    pub moved_by: String,
 }
 
 impl BulkAction for CoachReassignment {
@@ -69,6 +76,7 @@ impl BulkAction for CoachReassignment {
             target,
             to_coach,
             from_coach,
+            moved_by: user.display_name.clone(),
         };
         Ok((spec, schedule))
     }
@@ -90,12 +98,14 @@ impl BulkAction for CoachReassignment {
         pace: &dyn Fn(u64) -> SharedPace,
     ) -> impl TaskExecutor + 'static {
         CoachReassignmentExecutor {
+            mailer: config.mailer.clone(),
             pace: pace(config.batch_size),
         }
     }
 }
 
 pub(crate) struct CoachReassignmentExecutor {
+    pub mailer: Mailer,
     pub pace: SharedPace,
 }
 
@@ -113,6 +123,8 @@ impl TaskExecutor for CoachReassignmentExecutor {
                 reassign(&*step.txn, task_id, &step.actor, to_coach, ids, Utc::now()).await
             })
         });
-        walk.run(ctx, &action).await
+        walk.run(ctx, &action).await?;
+        let details = format!("Moved by {}.", spec.moved_by);
+        tell_coaches(ctx, &mut walk, &self.mailer, News::NewPeople, &details).await
     }
 }

@@ -5,6 +5,7 @@
 //! action"); every other difference between actions is asked of `ActionKind`.
 
 mod coach_reassignment;
+mod early_alert;
 mod email;
 mod export;
 mod status_change;
@@ -97,6 +98,9 @@ pub async fn task_for<C: ConnectionTrait>(
         ActionRequest::CoachReassignment(request) => {
             task_of::<coach_reassignment::CoachReassignment, C>(db, user, request, limits).await
         }
+        ActionRequest::EarlyAlert(request) => {
+            task_of::<early_alert::EarlyAlert, C>(db, user, request, limits).await
+        }
     }
 }
 
@@ -115,6 +119,7 @@ pub(crate) fn for_action<F: ForAction>(kind: ActionKind, what: F) -> F::Output {
         ActionKind::Unwatch => what.apply::<unwatch::Unwatch>(),
         ActionKind::Email => what.apply::<email::Email>(),
         ActionKind::CoachReassignment => what.apply::<coach_reassignment::CoachReassignment>(),
+        ActionKind::EarlyAlert => what.apply::<early_alert::EarlyAlert>(),
     }
 }
 

@@ -1,0 +1,311 @@
+//! Early alerts: one batch of people given an alert, closing an alert, the open alerts a
+//! person has, and the reasons admins manage.
+//!
+//! Idempotent per task as a status change is: alerts are inserted with `ON CONFLICT
+//! (task_id, person_id) DO NOTHING … RETURNING person_id`, so a batch run again after a
+//! crash raises nobody's alert twice. Each alert keeps the coach the person had when it was
+//! raised: the coach [`crate::coach_notices`] tells.
+
+use std::collections::HashMap;
+
+use bulkq_types::alerts::{AlertContent, AlertReason, EarlyAlert, MAX_REASON_NAME_LEN};
+use chrono::{DateTime, Utc};
+use queue::IdListFilter;
+use sea_orm::sea_query::{Expr, ExprTrait, Func};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
+};
+use uuid::Uuid;
+
+use crate::CaseloadError;
+use crate::access::{Actor, BatchReport, check_batch_size};
+use crate::entity::{alert_reason, early_alert as alert};
+use crate::once_per_task::insert_new;
+use crate::person_changes::lock_and_sort;
+use bulkq_types::text::{Lines, control_character_problem};
+
+/// Raises `content`'s alert for the people `person_ids` names, acting as `actor` for task
+/// `task_id`. Call it inside the batch transaction that also records the task's checkpoint.
+/// People outside the actor's scope and unknown ids are reported, not touched.
+pub async fn raise<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    content: &AlertContent,
+    person_ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
+    check_batch_size(person_ids)?;
+    let (targets, coaches) = lock_and_sort(db, actor, person_ids).await?;
+    let reasons = content.reasons.join(",");
+    let rows = targets.allowed.iter().map(|person_id| {
+        vec![
+            Uuid::now_v7().into(),
+            (*person_id).into(),
+            task_id.into(),
+            coaches[person_id].into(),
+            content.course.trim().into(),
+            reasons.as_str().into(),
+            content.suggestion.trim().into(),
+            content.comment.trim().into(),
+            actor.id.into(),
+            now.into(),
+        ]
+    });
+    let raised = insert_new::<_, alert::Entity>(
+        db,
+        &[
+            alert::Column::Id,
+            alert::Column::PersonId,
+            alert::Column::TaskId,
+            alert::Column::CoachId,
+            alert::Column::Course,
+            alert::Column::Reasons,
+            alert::Column::Suggestion,
+            alert::Column::Comment,
+            alert::Column::RaisedBy,
+            alert::Column::RaisedAt,
+        ],
+        (alert::Column::TaskId, alert::Column::PersonId),
+        rows,
+    )
+    .await?;
+    Ok(BatchReport::for_targets(&targets, raised.len() as u64))
+}
+
+/// Closes the open alert `alert_id` as `actor`, who must be allowed the alert's person.
+/// Closing a closed alert changes nothing; an alert the actor may not see is not found.
+pub async fn close<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    alert_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<EarlyAlert, CaseloadError> {
+    let row = alert::Entity::find_by_id(alert_id)
+        .one(db)
+        .await?
+        .ok_or(CaseloadError::NotFound)?;
+    let (targets, _) = lock_and_sort(db, actor, &[row.person_id]).await?;
+    if targets.allowed.is_empty() {
+        return Err(CaseloadError::NotFound);
+    }
+    if row.closed_at.is_none() {
+        alert::Entity::update_many()
+            .col_expr(alert::Column::ClosedAt, Expr::value(now))
+            .col_expr(alert::Column::ClosedBy, Expr::value(actor.id))
+            .filter(alert::Column::Id.eq(alert_id))
+            .filter(alert::Column::ClosedAt.is_null())
+            .exec(db)
+            .await?;
+    }
+    let row = alert::Entity::find_by_id(alert_id)
+        .one(db)
+        .await?
+        .ok_or(CaseloadError::NotFound)?;
+    Ok(view(row, &reasons(db, true).await?))
+}
+
+/// A person's alerts, open ones first, newest first.
+pub async fn alerts_of<C: ConnectionTrait>(
+    db: &C,
+    person_id: Uuid,
+) -> Result<Vec<EarlyAlert>, CaseloadError> {
+    let names = reasons(db, true).await?;
+    Ok(alert::Entity::find()
+        .filter(alert::Column::PersonId.eq(person_id))
+        .order_by_asc(Expr::col(alert::Column::ClosedAt).is_not_null())
+        .order_by_desc(alert::Column::RaisedAt)
+        .limit(500)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| view(row, &names))
+        .collect())
+}
+
+/// How many open alerts each of `person_ids` has (people without any are left out).
+pub async fn open_counts<C: ConnectionTrait>(
+    db: &C,
+    person_ids: &[Uuid],
+) -> Result<HashMap<Uuid, u32>, CaseloadError> {
+    if person_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let counts: Vec<(Uuid, i64)> = alert::Entity::find()
+        .select_only()
+        .column(alert::Column::PersonId)
+        .expr_as(Func::count(Expr::col(alert::Column::Id)), "open")
+        .filter(
+            alert::Column::PersonId
+                .in_id_list(db.get_database_backend(), person_ids.iter().copied()),
+        )
+        .filter(alert::Column::ClosedAt.is_null())
+        .group_by(alert::Column::PersonId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(counts
+        .into_iter()
+        .map(|(id, open)| (id, u32::try_from(open).unwrap_or(u32::MAX)))
+        .collect())
+}
+
+/// An alert as staff see it, its reasons named from `names`.
+fn view(row: alert::Model, names: &[AlertReason]) -> EarlyAlert {
+    let reasons: Vec<String> = row
+        .reasons
+        .split(',')
+        .filter(|code| !code.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let reason_names = reasons
+        .iter()
+        .map(|code| {
+            names
+                .iter()
+                .find(|reason| &reason.code == code)
+                .map_or_else(|| code.clone(), |reason| reason.name.clone())
+        })
+        .collect();
+    EarlyAlert {
+        id: row.id,
+        person_id: row.person_id,
+        task_id: row.task_id,
+        course: row.course,
+        reasons,
+        reason_names,
+        suggestion: row.suggestion,
+        comment: row.comment,
+        raised_at: row.raised_at,
+        closed_at: row.closed_at,
+    }
+}
+
+/// The reasons, in pick-list order; retired ones only if `with_retired`.
+pub async fn reasons<C: ConnectionTrait>(
+    db: &C,
+    with_retired: bool,
+) -> Result<Vec<AlertReason>, CaseloadError> {
+    let mut query = alert_reason::Entity::find()
+        .order_by_asc(alert_reason::Column::SortOrder)
+        .order_by_asc(alert_reason::Column::Code);
+    if !with_retired {
+        query = query.filter(alert_reason::Column::RetiredAt.is_null());
+    }
+    Ok(query
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| AlertReason {
+            code: row.code,
+            name: row.name,
+            retired: row.retired_at.is_some(),
+        })
+        .collect())
+}
+
+/// Checks that every code of `codes` names a reason in use; the message names the others.
+pub async fn check_reasons<C: ConnectionTrait>(
+    db: &C,
+    codes: &[String],
+) -> Result<Result<(), String>, CaseloadError> {
+    let in_use: Vec<String> = reasons(db, false)
+        .await?
+        .into_iter()
+        .map(|reason| reason.code)
+        .collect();
+    let unknown: Vec<&str> = codes
+        .iter()
+        .filter(|code| !in_use.contains(code))
+        .map(String::as_str)
+        .collect();
+    Ok(match unknown.is_empty() {
+        true => Ok(()),
+        false => Err(format!("no reason in use is called {}", unknown.join(", "))),
+    })
+}
+
+/// Adds a reason named `name` (its code made from the name), or brings a retired reason of
+/// that code back under the new name; returns it.
+pub async fn add_reason<C: ConnectionTrait>(
+    db: &C,
+    name: &str,
+) -> Result<AlertReason, CaseloadError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_REASON_NAME_LEN {
+        return Err(CaseloadError::Invalid(format!(
+            "name: a reason has 1 to {MAX_REASON_NAME_LEN} characters"
+        )));
+    }
+    if let Some(problem) = control_character_problem(name, Lines::One) {
+        return Err(CaseloadError::Invalid(format!("name: {problem}")));
+    }
+    let code = AlertReason::code_for(name);
+    if code.is_empty() {
+        return Err(CaseloadError::Invalid(
+            "name: a reason needs at least one letter or digit".into(),
+        ));
+    }
+    match alert_reason::Entity::find_by_id(code.clone())
+        .one(db)
+        .await?
+    {
+        Some(row) if row.retired_at.is_none() => {
+            return Err(CaseloadError::Invalid(format!(
+                "name: the reason {:?} exists already",
+                row.name
+            )));
+        }
+        Some(row) => {
+            let mut row: alert_reason::ActiveModel = row.into();
+            row.name = Set(name.to_owned());
+            row.retired_at = Set(None);
+            row.update(db).await?;
+        }
+        None => {
+            let last: Option<i32> = alert_reason::Entity::find()
+                .select_only()
+                .expr_as(
+                    Func::max(Expr::col(alert_reason::Column::SortOrder)),
+                    "last",
+                )
+                .into_tuple()
+                .one(db)
+                .await?
+                .flatten();
+            alert_reason::ActiveModel {
+                code: Set(code.clone()),
+                name: Set(name.to_owned()),
+                sort_order: Set(last.map_or(0, |last| last + 1)),
+                retired_at: Set(None),
+            }
+            .insert(db)
+            .await?;
+        }
+    }
+    Ok(AlertReason {
+        code,
+        name: name.to_owned(),
+        retired: false,
+    })
+}
+
+/// Retires the reason `code`: new alerts cannot give it, alerts that gave it keep it.
+pub async fn retire_reason<C: ConnectionTrait>(
+    db: &C,
+    code: &str,
+    now: DateTime<Utc>,
+) -> Result<(), CaseloadError> {
+    let changed = alert_reason::Entity::update_many()
+        .col_expr(alert_reason::Column::RetiredAt, Expr::value(now))
+        .filter(alert_reason::Column::Code.eq(code))
+        .filter(alert_reason::Column::RetiredAt.is_null())
+        .exec(db)
+        .await?
+        .rows_affected;
+    match changed {
+        0 => Err(CaseloadError::NotFound),
+        _ => Ok(()),
+    }
+}
