@@ -13,7 +13,8 @@
 //! - The bulk actions' domain work, one batch at a time, on any connection or transaction
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
 //!   [`export`], [`email`], [`coach_reassignment`], [`early_alerts`]; [`coach_notices`]
-//!   tell coaches of their people once per task.
+//!   tell coaches of their people once per task; [`task_notices`] tell owners when their
+//!   tasks end.
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
 
 pub mod access;
@@ -33,6 +34,7 @@ pub mod search;
 pub mod seed;
 pub mod status_change;
 pub mod statuses;
+pub mod task_notices;
 pub mod users;
 
 #[cfg(feature = "testing")]

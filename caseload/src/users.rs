@@ -105,6 +105,9 @@ pub async fn create_user<C: ConnectionTrait>(
         disabled_at: Set(None),
         must_change_password: Set(false),
         email: Set(None),
+        task_emails: Set(bulkq_types::accounts::TaskEmails::default()
+            .as_str()
+            .to_owned()),
     }
     .insert(db)
     .await?;

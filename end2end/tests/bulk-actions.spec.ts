@@ -113,9 +113,19 @@ test('staff raise an early alert for two of their people, are told, and close on
   // Erin coaches the people: she is told at the address on her account page.
   await page.goto('/account');
   await hydrated(page);
-  await page.getByLabel('Tell me of my people\'s news at').fill('erin.staff@example.edu');
-  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByLabel('Tell me things at').fill('erin.staff@example.edu');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
   await expect(page.getByText('Saved.')).toBeVisible();
+  // And of her own tasks' ends, every one.
+  await page.getByLabel('Email me about my tasks').selectOption({ label: 'whenever one ends' });
+  await Promise.all([
+    page.waitForResponse((response) => response.url().endsWith('/api/account/task-emails') && response.ok()),
+    page.getByRole('button', { name: 'Save choice' }).click(),
+  ]);
+  await page.reload();
+  await hydrated(page);
+  await expect(page.getByLabel('Email me about my tasks')).toHaveValue('all');
+  await expect(page.getByLabel('Tell me things at')).toHaveValue('erin.staff@example.edu');
 
   await search(page, { q: 'Rossi', mine: true });
   const chosen = await selectPeopleWithEmail(page, 2);

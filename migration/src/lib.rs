@@ -19,6 +19,7 @@ mod m20261128_000180_retired_status;
 mod m20261128_000190_people_imports;
 mod m20261129_000200_coach_changes;
 mod m20261129_000300_early_alerts;
+mod m20261129_000400_task_notices;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -67,6 +68,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000190_people_imports::Migration),
             Box::new(m20261129_000200_coach_changes::Migration),
             Box::new(m20261129_000300_early_alerts::Migration),
+            Box::new(m20261129_000400_task_notices::Migration),
         ]
     }
 }

@@ -147,8 +147,9 @@ mod tests {
     const SAMPLES_PER_ROUND: usize = 1_000_000;
 
     /// A recorder nobody scrapes does not keep its histogram samples: with upkeep every 50
-    /// ms the process's peak grows by a few rounds' worth, without it by all 20 (checked:
-    /// without `keep_up` this fails).
+    /// ms the process's peak grows by a few rounds' worth, without it by all 20, over 300
+    /// MB (checked: without `keep_up` this fails). The bound is half of that, so an upkeep
+    /// thread starved for several rounds on a loaded machine still passes.
     #[test]
     fn upkeep_keeps_unscraped_histogram_samples_from_piling_up() {
         let recorder = PrometheusBuilder::new().build_recorder();
@@ -165,7 +166,7 @@ mod tests {
         });
         let grown = peak_rss_mib() - before;
         assert!(
-            grown < 80.0,
+            grown < 160.0,
             "the peak RSS grew by {grown:.0} MiB while recording 20 million samples"
         );
     }

@@ -62,9 +62,56 @@ pub struct Account {
     pub disabled_at: Option<DateTime<Utc>>,
     /// A reset or a new account: the next sign-in must choose a password first.
     pub must_change_password: bool,
-    /// Where the user is told of their people's news (early alerts, new people to coach).
+    /// Where the user is told of their people's news (early alerts, new people to coach)
+    /// and of their own tasks' ends.
     #[serde(default)]
     pub email: Option<String>,
+    /// Which of their tasks' ends they are emailed about.
+    #[serde(default)]
+    pub task_emails: TaskEmails,
+}
+
+/// Which of their own tasks' ends a user is emailed about (at [`Account::email`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskEmails {
+    /// Every end: completed, failed, abandoned.
+    All,
+    /// Only a task that failed (FAILURE or ERROR): the end someone must act on.
+    #[default]
+    Failures,
+    None,
+}
+
+impl TaskEmails {
+    /// Every choice, in the order the Account page offers them.
+    pub const ALL: [TaskEmails; 3] = [TaskEmails::All, TaskEmails::Failures, TaskEmails::None];
+
+    /// As stored (`staff_user.task_emails`) and sent by forms.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaskEmails::All => "all",
+            TaskEmails::Failures => "failures",
+            TaskEmails::None => "none",
+        }
+    }
+
+    /// As the Account page offers it.
+    pub const fn label(self) -> &'static str {
+        match self {
+            TaskEmails::All => "whenever one ends",
+            TaskEmails::Failures => "only when one fails",
+            TaskEmails::None => "never",
+        }
+    }
+
+    /// The choice stored as `text`; the default for anything else.
+    pub fn parse(text: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|choice| choice.as_str() == text)
+            .unwrap_or_default()
+    }
 }
 
 /// A personal API token as its owner sees it: never the secret.

@@ -1,7 +1,7 @@
 //! Staff accounts: what admins do to them (the Users page) and what each user does to their
 //! own (the Account page: password and personal API tokens).
 
-use bulkq_types::accounts::{Account, Role, TokenInfo};
+use bulkq_types::accounts::{Account, Role, TaskEmails, TokenInfo};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -88,6 +88,13 @@ pub async fn own_account() -> Result<Account, AppError> {
 pub async fn set_own_email(email: String) -> Result<Account, AppError> {
     use crate::api::ssr::respond;
     respond(ssr_impl::set_own_email(email)).await
+}
+
+/// Chooses which of the signed-in user's tasks' ends they are emailed about.
+#[server(endpoint = "account/task-emails")]
+pub async fn set_own_task_emails(choice: TaskEmails) -> Result<Account, AppError> {
+    use crate::api::ssr::respond;
+    respond(ssr_impl::set_own_task_emails(choice)).await
 }
 
 /// The signed-in user's API tokens, newest first.
@@ -210,6 +217,14 @@ pub mod ssr_impl {
                 }
                 other => other.into(),
             })?;
+        commit(txn).await?;
+        Ok(account)
+    }
+
+    pub async fn set_own_task_emails(choice: TaskEmails) -> Result<Account, AppError> {
+        let user = require_user().await?;
+        let txn = begin().await?;
+        let account = accounts::set_task_emails(&*txn, &user.username, choice).await?;
         commit(txn).await?;
         Ok(account)
     }

@@ -2,12 +2,13 @@
 //! while a reset asks them to), and their personal API tokens for programs: make one (shown
 //! once), see when each was last used, revoke it.
 
-use bulkq_types::accounts::TokenInfo;
+use bulkq_types::accounts::{TaskEmails, TokenInfo};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::accounts::{
-    ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, SetOwnEmail, list_own_tokens, own_account,
+    ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, SetOwnEmail, SetOwnTaskEmails,
+    list_own_tokens, own_account,
 };
 use crate::api::auth::get_current_user;
 use crate::components::feedback::{ErrorMessage, HeaderRow};
@@ -79,14 +80,26 @@ fn PasswordForm(change: ServerAction<ChangeOwnPassword>, must_change: bool) -> i
     }
 }
 
-/// The address the user is told of their people's news at (early alerts, new people).
+/// Where the user is told things (their people's news, their tasks' ends), and which of
+/// their tasks' ends they hear of.
 #[component]
 fn EmailForm() -> impl IntoView {
     let save = ServerAction::<SetOwnEmail>::new();
-    let account = Resource::new(move || save.version().get(), |_| own_account());
+    let choose = ServerAction::<SetOwnTaskEmails>::new();
+    let account = Resource::new(
+        move || (save.version().get(), choose.version().get()),
+        |_| own_account(),
+    );
     let outcome = move || {
-        save.value().get().map(|result| match result {
-            Ok(_) => view! { <p class="notice" role="status">"Saved."</p> }.into_any(),
+        [
+            save.value().get().map(|r| r.map(drop)),
+            choose.value().get().map(|r| r.map(drop)),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+        .map(|result| match result {
+            Ok(()) => view! { <p class="notice" role="status">"Saved."</p> }.into_any(),
             Err(error) => view! { <ErrorMessage error /> }.into_any(),
         })
     };
@@ -95,15 +108,31 @@ fn EmailForm() -> impl IntoView {
             <h2>"Email"</h2>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
-                    let email = account.await.ok().and_then(|a| a.email).unwrap_or_default();
+                    let account = account.await.ok();
+                    let email = account.as_ref().and_then(|a| a.email.clone()).unwrap_or_default();
+                    let chosen = account.map(|a| a.task_emails).unwrap_or_default();
                     view! {
                         <ActionForm action=save>
-                            <label for="email">"Tell me of my people's news at"</label>
+                            <label for="email">"Tell me things at"</label>
                             <input id="email" name="email" type="email" maxlength="254" value=email aria-describedby="email-hint" />
                             <p class="hint" id="email-hint">
-                                "Early alerts for people you coach and people moved to you. Empty: no email."
+                                "Early alerts for people you coach, people moved to you, and your tasks' ends. Empty: no email."
                             </p>
                             <button type="submit" disabled=move || save.pending().get()>"Save"</button>
+                        </ActionForm>
+                        <ActionForm action=choose attr:class="inline-form">
+                            <label>
+                                "Email me about my tasks"
+                                <select name="choice">
+                                    {TaskEmails::ALL
+                                        .into_iter()
+                                        .map(|choice| view! {
+                                            <option value=choice.as_str() selected=choice == chosen>{choice.label()}</option>
+                                        })
+                                        .collect_view()}
+                                </select>
+                            </label>
+                            <button type="submit" disabled=move || choose.pending().get()>"Save choice"</button>
                         </ActionForm>
                     }
                 })}

@@ -86,6 +86,7 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
         .register_periodic(crate::email::log_retention::email_log_cleanup_job(
             config.email_log_retention,
         ))
+        .register_periodic(crate::task_notices::task_notice_job(config.mailer.clone()))
         .register(
             PEOPLE_IMPORT,
             PeopleImportExecutor {

@@ -11,3 +11,4 @@ pub mod person_watch;
 pub mod program_status;
 pub mod program_status_change;
 pub mod staff_user;
+pub mod task_notice;

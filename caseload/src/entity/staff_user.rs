@@ -21,6 +21,8 @@ pub struct Model {
     pub must_change_password: bool,
     /// Where the user is told things (coach notices); `None`: they are not emailed.
     pub email: Option<String>,
+    /// Which of their tasks' ends they are emailed about: `all`, `failures` or `none`.
+    pub task_emails: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

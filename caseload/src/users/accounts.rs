@@ -7,7 +7,7 @@
 //! Ending the sessions of a disabled or reset user is the web layer's part: it owns the
 //! session table.
 
-pub use bulkq_types::accounts::Account;
+pub use bulkq_types::accounts::{Account, TaskEmails};
 use chrono::Utc;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -34,6 +34,7 @@ impl TryFrom<staff_user::Model> for Account {
             disabled_at: row.disabled_at,
             must_change_password: row.must_change_password,
             email: row.email,
+            task_emails: TaskEmails::parse(&row.task_emails),
         })
     }
 }
@@ -138,6 +139,23 @@ pub async fn set_email<C: ConnectionTrait>(
         account.id,
         staff_user::Column::Email,
         email.map(str::to_owned),
+    )
+    .await?;
+    find_account(db, username).await
+}
+
+/// Chooses which of their tasks' ends `username` is emailed about.
+pub async fn set_task_emails<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    choice: TaskEmails,
+) -> Result<Account, CaseloadError> {
+    let account = find_account(db, username).await?;
+    update(
+        db,
+        account.id,
+        staff_user::Column::TaskEmails,
+        choice.as_str(),
     )
     .await?;
     find_account(db, username).await

@@ -109,6 +109,22 @@ impl Store {
         Ok(task::Entity::find_by_id(id).one(&self.db).await?)
     }
 
+    /// Up to `limit` tasks that ended (stopped in a final status) at or after `since`,
+    /// oldest end first, read through `idx_queue_task_stopped`: for telling their owners.
+    pub async fn tasks_ended_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<Task>, QueueError> {
+        Ok(task::Entity::find()
+            .filter(task::Column::WorkflowStoppedDate.gte(since))
+            .filter(task::Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
+            .order_by_asc(task::Column::WorkflowStoppedDate)
+            .limit(limit)
+            .all(&self.db)
+            .await?)
+    }
+
     /// The newest task enqueued with `unique_key`, whatever its status, read within `conn`.
     pub(crate) async fn task_get_by_unique_key<C: ConnectionTrait>(
         &self,

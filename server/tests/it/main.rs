@@ -29,4 +29,5 @@ mod rendering;
 mod rolling_restart;
 mod sign_in;
 mod stopping;
+mod task_notices;
 mod tasks_api;
