@@ -1,14 +1,15 @@
 //! Owners told by email when their tasks end (each chooses: every end, failures only, or
-//! never; `staff_user.task_emails`), by a periodic job on one node at a time.
+//! never; `staff_user.task_emails`), and admins who asked (`failure_alerts`) of every task
+//! that fails, by a periodic job on one node at a time.
 //!
-//! Each end is announced at most once, across nodes and crashes, in bulk email's three
-//! steps with `task_notice (task_id, ended_at)` as the log: claim (`sending`, committed),
-//! send, record. A row still `sending` from a run that died is marked `failed` rather than
+//! Each end is announced to each person at most once, across nodes and crashes, in bulk
+//! email's three steps with `task_notice (task_id, ended_at, recipient_id)` as the log:
+//! claim (`sending`, committed), send, record. A row still `sending` from a run that died is marked `failed` rather than
 //! sent again. A task an admin retries can end again; that end has its own key.
 
 use std::time::Duration;
 
-use bulkq_types::accounts::TaskEmails;
+use bulkq_types::accounts::{Role, TaskEmails};
 use bulkq_types::actions::component_label;
 use chrono::{DateTime, Utc};
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
@@ -61,8 +62,18 @@ impl PeriodicTask for TaskNotices {
     }
 }
 
-/// One message to its owner per task end not yet announced that they asked to hear of;
-/// returns how many were sent.
+/// Someone a task's end is told to.
+struct Recipient {
+    id: Uuid,
+    name: String,
+    address: String,
+    /// Whose task it is, for an admin's alert; `None` for the owner.
+    alerted_of: Option<String>,
+}
+
+/// One message per task end not yet announced and person who asked to hear of it (its
+/// owner, as they chose; admins with failure alerts, of every failure); returns how many
+/// were sent.
 pub async fn tell_owners(store: &queue::Store, mailer: &Mailer) -> Result<u64, CaseloadError> {
     let now = store.clock().now();
     let lookback = chrono::Duration::from_std(LOOKBACK).unwrap_or(chrono::Duration::MAX);
@@ -70,6 +81,7 @@ pub async fn tell_owners(store: &queue::Store, mailer: &Mailer) -> Result<u64, C
     let txn = store.begin_write().await?;
     fail_interrupted(&*txn, now).await?;
     let ended = store.tasks_ended_since(since, PER_RUN).await?;
+    let alerted = alerted_admins(&*txn).await?;
     let mut claimed = Vec::new();
     for task in ended {
         let Some(ended_at) = task.workflow_stopped_date else {
@@ -81,28 +93,72 @@ pub async fn tell_owners(store: &queue::Store, mailer: &Mailer) -> Result<u64, C
         else {
             continue;
         };
-        let Some(address) = owner.email.clone().filter(|a| !a.trim().is_empty()) else {
-            continue;
-        };
-        if !wants(TaskEmails::parse(&owner.task_emails), task.workflow_status)
-            || !claim(&*txn, task.id, ended_at, now).await?
+        let mut recipients = Vec::new();
+        if wants(TaskEmails::parse(&owner.task_emails), task.workflow_status)
+            && let Some(address) = address_of(&owner)
         {
-            continue;
+            recipients.push(Recipient {
+                id: owner.id,
+                name: owner.display_name.clone(),
+                address,
+                alerted_of: None,
+            });
         }
-        claimed.push((task, ended_at, owner.display_name, address));
+        if matches!(
+            task.workflow_status,
+            TaskStatus::Failure | TaskStatus::Error
+        ) {
+            for admin in alerted.iter().filter(|admin| admin.id != owner.id) {
+                if let Some(address) = address_of(admin) {
+                    recipients.push(Recipient {
+                        id: admin.id,
+                        name: admin.display_name.clone(),
+                        address,
+                        alerted_of: Some(owner.display_name.clone()),
+                    });
+                }
+            }
+        }
+        for recipient in recipients {
+            if claim(&*txn, task.id, ended_at, recipient.id, now).await? {
+                claimed.push((task.clone(), ended_at, recipient));
+            }
+        }
     }
     let statuses = StatusNames::load(&*txn).await?;
     txn.commit().await.map_err(CaseloadError::Db)?;
     let mut sent = 0;
-    for (task, ended_at, name, address) in claimed {
-        let content = message(&task, &statuses);
-        let delivery = mailer.send_to(&name, &address, &content).await;
+    for (task, ended_at, recipient) in claimed {
+        let content = message(&task, &statuses, recipient.alerted_of.as_deref());
+        let delivery = mailer
+            .send_to(&recipient.name, &recipient.address, &content)
+            .await;
         sent += u64::from(delivery == Delivery::Sent);
         let txn = store.begin_write().await?;
-        record(&*txn, task.id, ended_at, &delivery, store.clock().now()).await?;
+        let key = (task.id, ended_at, recipient.id);
+        record(&*txn, key, &delivery, store.clock().now()).await?;
         txn.commit().await.map_err(CaseloadError::Db)?;
     }
     Ok(sent)
+}
+
+/// The enabled admins who asked to hear of every failure.
+async fn alerted_admins<C: ConnectionTrait>(
+    db: &C,
+) -> Result<Vec<staff_user::Model>, CaseloadError> {
+    Ok(staff_user::Entity::find()
+        .filter(staff_user::Column::FailureAlerts.eq(true))
+        .filter(staff_user::Column::Role.eq(Role::Admin.as_str()))
+        .filter(staff_user::Column::DisabledAt.is_null())
+        .all(db)
+        .await?)
+}
+
+/// The address a user is told things at, if they gave one.
+fn address_of(user: &staff_user::Model) -> Option<String> {
+    user.email
+        .clone()
+        .filter(|address| !address.trim().is_empty())
 }
 
 /// Whether an owner who chose `choice` hears of an end in `status`.
@@ -114,25 +170,31 @@ fn wants(choice: TaskEmails, status: TaskStatus) -> bool {
     }
 }
 
-/// Claims the end (`sending`); `false` if it was claimed before.
+/// Claims the end for `recipient` (`sending`); `false` if it was claimed before.
 async fn claim<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
     ended_at: DateTime<Utc>,
+    recipient: Uuid,
     now: DateTime<Utc>,
 ) -> Result<bool, CaseloadError> {
     let row = notice::ActiveModel {
         task_id: Set(task_id),
         ended_at: Set(ended_at),
+        recipient_id: Set(recipient),
         status: Set("sending".into()),
         detail: Set(None),
         updated_at: Set(now),
     };
     let inserted = notice::Entity::insert(row)
         .on_conflict(
-            OnConflict::columns([notice::Column::TaskId, notice::Column::EndedAt])
-                .do_nothing()
-                .to_owned(),
+            OnConflict::columns([
+                notice::Column::TaskId,
+                notice::Column::EndedAt,
+                notice::Column::RecipientId,
+            ])
+            .do_nothing()
+            .to_owned(),
         )
         .exec_without_returning(db)
         .await?;
@@ -162,8 +224,7 @@ async fn fail_interrupted<C: ConnectionTrait>(
 /// stale by then, and the dashboard shows it anyway.
 async fn record<C: ConnectionTrait>(
     db: &C,
-    task_id: Uuid,
-    ended_at: DateTime<Utc>,
+    (task_id, ended_at, recipient): (Uuid, DateTime<Utc>, Uuid),
     delivery: &Delivery,
     now: DateTime<Utc>,
 ) -> Result<(), CaseloadError> {
@@ -180,21 +241,27 @@ async fn record<C: ConnectionTrait>(
         .col_expr(notice::Column::UpdatedAt, Expr::value(now))
         .filter(notice::Column::TaskId.eq(task_id))
         .filter(notice::Column::EndedAt.eq(ended_at))
+        .filter(notice::Column::RecipientId.eq(recipient))
         .exec(db)
         .await?;
     Ok(())
 }
 
-/// The message: what the task was, how it ended and why.
-fn message(task: &Task, statuses: &StatusNames) -> EmailContent {
+/// The message: what the task was, how it ended and why; for an admin alerted of another's
+/// failure, whose task it was.
+fn message(task: &Task, statuses: &StatusNames, alerted_of: Option<&str>) -> EmailContent {
     let summary = summarize(task, statuses);
     let how = match task.workflow_status {
         TaskStatus::Completed => "finished",
         TaskStatus::Abandoned => "was stopped",
         _ => "failed",
     };
+    let whose = match alerted_of {
+        Some(owner) => format!("A task of {owner}"),
+        None => "Your task".to_owned(),
+    };
     let mut body = format!(
-        "Your task {how}: {summary}\n\nAction: {}\nStatus: {}\n",
+        "{whose} {how}: {summary}\n\nAction: {}\nStatus: {}\n",
         component_label(&task.execution_component_name),
         task.workflow_status.as_str()
     );
@@ -207,7 +274,7 @@ fn message(task: &Task, statuses: &StatusNames) -> EmailContent {
     }
     body.push_str(&format!("\nTask {} in bulkq.\n", task.id));
     EmailContent {
-        subject: format!("Your task {how}: {}", first_line(&summary)),
+        subject: format!("{whose} {how}: {}", first_line(&summary)),
         body,
         cc: Vec::new(),
     }

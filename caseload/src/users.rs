@@ -108,6 +108,7 @@ pub async fn create_user<C: ConnectionTrait>(
         task_emails: Set(bulkq_types::accounts::TaskEmails::default()
             .as_str()
             .to_owned()),
+        failure_alerts: Set(false),
     }
     .insert(db)
     .await?;

@@ -161,6 +161,14 @@ test('staff raise an early alert for two of their people, are told, and close on
 
 test('admins add and retire the reasons an early alert may give', async ({ browser }, testInfo) => {
   const admin = await pageAs(browser, users.admin);
+  // Admins may ask to hear of every failure; staff are not offered it.
+  await admin.goto('/account');
+  await hydrated(admin);
+  await admin.getByLabel('Email me when anyone\'s task fails').selectOption({ label: 'yes' });
+  await Promise.all([
+    admin.waitForResponse((response) => response.url().endsWith('/api/account/failure-alerts') && response.ok()),
+    admin.getByRole('button', { name: 'Save alerts' }).click(),
+  ]);
   await admin.goto('/admin/alert-reasons');
   await hydrated(admin);
   await admin.getByLabel('Name').fill('Late work');
@@ -171,6 +179,10 @@ test('admins add and retire the reasons an early alert may give', async ({ brows
 
   // Staff see it in the form.
   const staff = await pageAs(browser, users.staff);
+  await staff.goto('/account');
+  await hydrated(staff);
+  await expect(staff.getByLabel('Email me about my tasks')).toBeVisible();
+  await expect(staff.getByLabel('Email me when anyone\'s task fails')).toHaveCount(0);
   await search(staff, { q: 'Baker', mine: true });
   await selectPeopleWithEmail(staff, 1);
   await staff.getByRole('button', { name: 'Early alert' }).click();

@@ -69,6 +69,9 @@ pub struct Account {
     /// Which of their tasks' ends they are emailed about.
     #[serde(default)]
     pub task_emails: TaskEmails,
+    /// An admin emailed of every task that fails, whoever owns it.
+    #[serde(default)]
+    pub failure_alerts: bool,
 }
 
 /// Which of their own tasks' ends a user is emailed about (at [`Account::email`]).

@@ -97,6 +97,13 @@ pub async fn set_own_task_emails(choice: TaskEmails) -> Result<Account, AppError
     respond(ssr_impl::set_own_task_emails(choice)).await
 }
 
+/// Turns on or off the signed-in admin's email of every task that fails.
+#[server(endpoint = "account/failure-alerts")]
+pub async fn set_own_failure_alerts(on: bool) -> Result<Account, AppError> {
+    use crate::api::ssr::respond;
+    respond(ssr_impl::set_own_failure_alerts(on)).await
+}
+
 /// The signed-in user's API tokens, newest first.
 #[server(endpoint = "account/tokens")]
 pub async fn list_own_tokens() -> Result<Vec<TokenInfo>, AppError> {
@@ -225,6 +232,14 @@ pub mod ssr_impl {
         let user = require_user().await?;
         let txn = begin().await?;
         let account = accounts::set_task_emails(&*txn, &user.username, choice).await?;
+        commit(txn).await?;
+        Ok(account)
+    }
+
+    pub async fn set_own_failure_alerts(on: bool) -> Result<Account, AppError> {
+        let user = require_user().await?;
+        let txn = begin().await?;
+        let account = accounts::set_failure_alerts(&*txn, &user.username, on).await?;
         commit(txn).await?;
         Ok(account)
     }

@@ -2,13 +2,13 @@
 //! while a reset asks them to), and their personal API tokens for programs: make one (shown
 //! once), see when each was last used, revoke it.
 
-use bulkq_types::accounts::{TaskEmails, TokenInfo};
+use bulkq_types::accounts::{Role, TaskEmails, TokenInfo};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::accounts::{
-    ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, SetOwnEmail, SetOwnTaskEmails,
-    list_own_tokens, own_account,
+    ChangeOwnPassword, CreateOwnToken, RevokeOwnToken, SetOwnEmail, SetOwnFailureAlerts,
+    SetOwnTaskEmails, list_own_tokens, own_account,
 };
 use crate::api::auth::get_current_user;
 use crate::components::feedback::{ErrorMessage, HeaderRow};
@@ -86,14 +86,22 @@ fn PasswordForm(change: ServerAction<ChangeOwnPassword>, must_change: bool) -> i
 fn EmailForm() -> impl IntoView {
     let save = ServerAction::<SetOwnEmail>::new();
     let choose = ServerAction::<SetOwnTaskEmails>::new();
+    let alerts = ServerAction::<SetOwnFailureAlerts>::new();
     let account = Resource::new(
-        move || (save.version().get(), choose.version().get()),
+        move || {
+            (
+                save.version().get(),
+                choose.version().get(),
+                alerts.version().get(),
+            )
+        },
         |_| own_account(),
     );
     let outcome = move || {
         [
             save.value().get().map(|r| r.map(drop)),
             choose.value().get().map(|r| r.map(drop)),
+            alerts.value().get().map(|r| r.map(drop)),
         ]
         .into_iter()
         .flatten()
@@ -110,7 +118,9 @@ fn EmailForm() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let account = account.await.ok();
                     let email = account.as_ref().and_then(|a| a.email.clone()).unwrap_or_default();
-                    let chosen = account.map(|a| a.task_emails).unwrap_or_default();
+                    let chosen = account.as_ref().map(|a| a.task_emails).unwrap_or_default();
+                    let is_admin = account.as_ref().is_some_and(|a| a.role == Role::Admin);
+                    let alerted = account.is_some_and(|a| a.failure_alerts);
                     view! {
                         <ActionForm action=save>
                             <label for="email">"Tell me things at"</label>
@@ -134,6 +144,18 @@ fn EmailForm() -> impl IntoView {
                             </label>
                             <button type="submit" disabled=move || choose.pending().get()>"Save choice"</button>
                         </ActionForm>
+                        {is_admin.then(|| view! {
+                            <ActionForm action=alerts attr:class="inline-form">
+                                <label>
+                                    "Email me when anyone's task fails"
+                                    <select name="on">
+                                        <option value="false" selected=!alerted>"no"</option>
+                                        <option value="true" selected=alerted>"yes"</option>
+                                    </select>
+                                </label>
+                                <button type="submit" disabled=move || alerts.pending().get()>"Save alerts"</button>
+                            </ActionForm>
+                        })}
                     }
                 })}
             </Transition>

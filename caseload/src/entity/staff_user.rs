@@ -23,6 +23,8 @@ pub struct Model {
     pub email: Option<String>,
     /// Which of their tasks' ends they are emailed about: `all`, `failures` or `none`.
     pub task_emails: String,
+    /// An admin emailed of every task that fails, whoever owns it.
+    pub failure_alerts: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

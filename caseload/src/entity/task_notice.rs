@@ -1,4 +1,5 @@
-//! One end of a task announced to its owner by email, and what became of the message.
+//! One end of a task announced by email to one person (its owner, or an admin alerted of
+//! failures), and what became of the message.
 
 use sea_orm::entity::prelude::*;
 
@@ -10,6 +11,9 @@ pub struct Model {
     /// The task's `workflow_stopped_date` at the end announced.
     #[sea_orm(primary_key, auto_increment = false)]
     pub ended_at: DateTimeUtc,
+    /// Who is told: the owner, or an admin alerted of failures.
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub recipient_id: Uuid,
     /// `sending`, `sent`, `deferred` or `failed`.
     pub status: String,
     pub detail: Option<String>,

@@ -35,6 +35,7 @@ impl TryFrom<staff_user::Model> for Account {
             must_change_password: row.must_change_password,
             email: row.email,
             task_emails: TaskEmails::parse(&row.task_emails),
+            failure_alerts: row.failure_alerts,
         })
     }
 }
@@ -158,6 +159,22 @@ pub async fn set_task_emails<C: ConnectionTrait>(
         choice.as_str(),
     )
     .await?;
+    find_account(db, username).await
+}
+
+/// Turns on or off an admin's email of every task that fails; staff cannot have it.
+pub async fn set_failure_alerts<C: ConnectionTrait>(
+    db: &C,
+    username: &str,
+    on: bool,
+) -> Result<Account, CaseloadError> {
+    let account = find_account(db, username).await?;
+    if on && account.role != Role::Admin {
+        return Err(CaseloadError::Invalid(
+            "only administrators are alerted of others' failures".into(),
+        ));
+    }
+    update(db, account.id, staff_user::Column::FailureAlerts, on).await?;
     find_account(db, username).await
 }
 

@@ -1,7 +1,7 @@
 //! Owners told when their tasks end: each end once (a second run, or another node's, sends
 //! nothing more), as each owner chose (every end, failures only, never), only with an
 //! address on file, and not for ends older than the look-back; a task that ends again
-//! after a retry is news again.
+//! after a retry is news again. Admins who asked hear of every failure, once each.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use caseload::actions::submit;
 use caseload::email::{MailTransport, Mailer, SmtpRelay};
 use caseload::task_notices::tell_owners;
 use caseload::testing::SmtpServer;
-use caseload::users::accounts::{set_email, set_task_emails};
+use caseload::users::accounts::{set_email, set_failure_alerts, set_task_emails};
 use caseload::users::{Role, StaffUser};
 use chrono::Utc;
 use migration::Migrator;
@@ -29,13 +29,26 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
     let bob = owner(&db, "bob", Some("bob@example.edu"), TaskEmails::Failures).await;
     let cat = owner(&db, "cat", Some("cat@example.edu"), TaskEmails::None).await;
     let dan = owner(&db, "dan", None, TaskEmails::All).await;
+    // An admin alerted of every failure, who wants no news of their own tasks.
+    let eve = add_user(&db, "eve", Role::Admin).await;
+    set_email(&db.conn, "eve", Some("eve@example.edu"))
+        .await
+        .unwrap();
+    set_task_emails(&db.conn, "eve", TaskEmails::None)
+        .await
+        .unwrap();
+    set_failure_alerts(&db.conn, "eve", true).await.unwrap();
+    assert!(
+        set_failure_alerts(&db.conn, "bob", true).await.is_err(),
+        "staff cannot be alerted of others' failures"
+    );
     let store = Store::new(db.conn.clone());
     let smtp = SmtpServer::start().await;
     let relay = SmtpRelay::plain("127.0.0.1", smtp.port, Duration::from_secs(5));
     let mailer = Mailer::new("bulkq <bulkq@example.edu>", &MailTransport::Smtp(relay)).unwrap();
 
     let now = Utc::now();
-    let ann_done = ended_task(&db, &store, &ann, "COMPLETED", now).await;
+    ended_task(&db, &store, &ann, "COMPLETED", now).await;
     let ann_failed = ended_task(&db, &store, &ann, "FAILURE", now).await;
     ended_task(&db, &store, &bob, "COMPLETED", now).await;
     ended_task(&db, &store, &bob, "ERROR", now).await;
@@ -52,31 +65,40 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
     .await;
     // Still running: nothing to tell.
     unended_task(&store, &ann).await;
+    ended_task(&db, &store, &eve, "FAILURE", now).await;
 
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 3);
+    // Ann: both ends; Bob: his error; Eve: the four failures of others (Ann's, Bob's,
+    // Cat's, Dan's), not her own.
+    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 7);
     let mut to: Vec<String> = smtp
         .received()
         .iter()
         .flat_map(|message| message.recipients.clone())
         .collect();
     to.sort();
-    assert_eq!(
-        to,
-        ["ann@example.edu", "ann@example.edu", "bob@example.edu"]
-    );
-    let subjects: Vec<String> = smtp.received().iter().map(|m| m.data.clone()).collect();
+    let mut expected = vec!["ann@example.edu"; 2];
+    expected.push("bob@example.edu");
+    expected.extend(["eve@example.edu"; 4]);
+    assert_eq!(to, expected);
+    let messages: Vec<String> = smtp.received().iter().map(|m| m.data.clone()).collect();
     assert!(
-        subjects
+        messages
             .iter()
             .any(|m| m.contains("Subject: Your task finished: Watch")),
-        "{subjects:?}"
+        "{messages:?}"
     );
     assert!(
-        subjects
+        messages
             .iter()
             .any(|m| m.contains("Subject: Your task failed: Watch")
                 && m.contains(&ann_failed.to_string())),
-        "{subjects:?}"
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("Subject: A task of cat failed: Watch")),
+        "{messages:?}"
     );
 
     assert_eq!(
@@ -84,9 +106,9 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
         0,
         "each end once"
     );
-    assert_eq!(smtp.received().len(), 3);
+    assert_eq!(smtp.received().len(), 7);
 
-    // Retried by an admin, the task failed again: a new end, told once.
+    // Retried by an admin, the task failed again: a new end, told once to Ann and Eve.
     set_ended(
         &db,
         ann_failed,
@@ -94,14 +116,13 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
         now + chrono::Duration::seconds(5),
     )
     .await;
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 1);
+    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 2);
     assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 0);
-    assert_eq!(smtp.received().len(), 4);
+    assert_eq!(smtp.received().len(), 9);
     let rows = db
         .scalar("SELECT COUNT(*) FROM task_notice WHERE status = 'sent'")
         .await;
-    assert_eq!(rows, 4);
-    let _ = ann_done;
+    assert_eq!(rows, 9);
 }
 
 async fn owner(
