@@ -7,6 +7,7 @@
 //! claim (`sending`, committed), send, record. A row still `sending` from a run that died is marked `failed` rather than
 //! sent again. A task an admin retries can end again; that end has its own key.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bulkq_types::accounts::{Role, TaskEmails};
@@ -30,8 +31,12 @@ const LOOK_EVERY: Duration = Duration::from_secs(30);
 /// Ends older than this are not announced: a cluster down for a day does not send a day of
 /// stale news, nor does the first start of this version mail about old tasks.
 const LOOKBACK: Duration = Duration::from_secs(3600);
-/// Ends announced per run at most; the next run takes the rest.
-const PER_RUN: u64 = 200;
+/// Ended tasks read at a time.
+const PER_PAGE: u64 = 200;
+/// How far back a run reads from where the previous one on this node stopped: an end is
+/// written with its worker's time and committed a moment later, so one committed late is
+/// still read. Ends read twice are claimed once.
+const LATE_COMMITS: Duration = Duration::from_secs(120);
 /// A `sending` row older than this belongs to a run that died mid-send.
 const INTERRUPTED_AFTER: Duration = Duration::from_secs(600);
 
@@ -40,21 +45,31 @@ pub fn task_notice_job(mailer: Mailer) -> PeriodicJob {
     PeriodicJob::new(
         TASK_NOTICE_JOB,
         Schedule::Every(LOOK_EVERY),
-        TaskNotices { mailer },
+        TaskNotices {
+            mailer,
+            read_up_to: Mutex::new(None),
+        },
     )
     .with_lock_at_least_half_of(LOOK_EVERY)
 }
 
 struct TaskNotices {
     mailer: Mailer,
+    /// When the last run on this node began: the next reads from a little before it, not
+    /// the whole look-back.
+    read_up_to: Mutex<Option<DateTime<Utc>>>,
 }
 
 #[async_trait::async_trait]
 impl PeriodicTask for TaskNotices {
     async fn run(&self, ctx: &PeriodicContext) -> Result<(), String> {
-        let told = tell_owners(&ctx.store, &self.mailer)
+        let began = ctx.store.clock().now();
+        let previous = *self.read_up_to.lock().unwrap_or_else(|e| e.into_inner());
+        let from = previous.map(|at| at - duration(LATE_COMMITS));
+        let told = tell_owners_since(&ctx.store, &self.mailer, from)
             .await
             .map_err(|e| e.to_string())?;
+        *self.read_up_to.lock().unwrap_or_else(|e| e.into_inner()) = Some(began);
         if told > 0 {
             tracing::info!(told, "owners told of their tasks' ends");
         }
@@ -75,12 +90,49 @@ struct Recipient {
 /// owner, as they chose; admins with failure alerts, of every failure); returns how many
 /// were sent.
 pub async fn tell_owners(store: &queue::Store, mailer: &Mailer) -> Result<u64, CaseloadError> {
+    tell_owners_since(store, mailer, None).await
+}
+
+/// [`tell_owners`] of the ends at or after `from`, or the whole look-back if that is longer
+/// ago or not given, a page of ended tasks at a time.
+async fn tell_owners_since(
+    store: &queue::Store,
+    mailer: &Mailer,
+    from: Option<DateTime<Utc>>,
+) -> Result<u64, CaseloadError> {
     let now = store.clock().now();
-    let lookback = chrono::Duration::from_std(LOOKBACK).unwrap_or(chrono::Duration::MAX);
-    let since = now.checked_sub_signed(lookback).unwrap_or(now);
+    let lookback = now.checked_sub_signed(duration(LOOKBACK)).unwrap_or(now);
+    let since = from.map_or(lookback, |from| from.max(lookback));
+    let mut after = None;
+    let mut sent = 0;
+    loop {
+        let ended = store.tasks_ended_since(since, after, PER_PAGE).await?;
+        let Some(last) = ended.last() else {
+            break;
+        };
+        after = last.workflow_stopped_date.map(|stopped| (stopped, last.id));
+        let full = ended.len() as u64 == PER_PAGE;
+        sent += tell_page(store, mailer, ended).await?;
+        if !full {
+            break;
+        }
+    }
+    Ok(sent)
+}
+
+fn duration(length: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(length).unwrap_or(chrono::Duration::MAX)
+}
+
+/// Claims, sends and records the messages of one page of ended tasks; how many were sent.
+async fn tell_page(
+    store: &queue::Store,
+    mailer: &Mailer,
+    ended: Vec<Task>,
+) -> Result<u64, CaseloadError> {
+    let now = store.clock().now();
     let txn = store.begin_write().await?;
     fail_interrupted(&*txn, now).await?;
-    let ended = store.tasks_ended_since(since, PER_RUN).await?;
     let alerted = alerted_admins(&*txn).await?;
     let mut claimed = Vec::new();
     for task in ended {
@@ -205,8 +257,9 @@ async fn fail_interrupted<C: ConnectionTrait>(
     db: &C,
     now: DateTime<Utc>,
 ) -> Result<(), CaseloadError> {
-    let after = chrono::Duration::from_std(INTERRUPTED_AFTER).unwrap_or(chrono::Duration::MAX);
-    let before = now.checked_sub_signed(after).unwrap_or(now);
+    let before = now
+        .checked_sub_signed(duration(INTERRUPTED_AFTER))
+        .unwrap_or(now);
     notice::Entity::update_many()
         .col_expr(notice::Column::Status, Expr::value("failed"))
         .col_expr(

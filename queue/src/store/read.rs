@@ -109,17 +109,32 @@ impl Store {
         Ok(task::Entity::find_by_id(id).one(&self.db).await?)
     }
 
-    /// Up to `limit` tasks that ended (stopped in a final status) at or after `since`,
-    /// oldest end first, read through `idx_queue_task_stopped`: for telling their owners.
+    /// Up to `limit` tasks that ended (stopped in a final status) at or after `since` and,
+    /// if given, after `after` (an end time and task id, the last of the previous page), in
+    /// that order, read through `idx_queue_task_stopped`: for telling their owners.
     pub async fn tasks_ended_since(
         &self,
         since: DateTime<Utc>,
+        after: Option<(DateTime<Utc>, Uuid)>,
         limit: u64,
     ) -> Result<Vec<Task>, QueueError> {
-        Ok(task::Entity::find()
+        let mut query = task::Entity::find()
             .filter(task::Column::WorkflowStoppedDate.gte(since))
-            .filter(task::Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
+            .filter(task::Column::WorkflowStatus.is_in(TaskStatus::TERMINAL));
+        if let Some((stopped, id)) = after {
+            query = query.filter(
+                Condition::any()
+                    .add(task::Column::WorkflowStoppedDate.gt(stopped))
+                    .add(
+                        Condition::all()
+                            .add(task::Column::WorkflowStoppedDate.eq(stopped))
+                            .add(task::Column::Id.gt(id)),
+                    ),
+            );
+        }
+        Ok(query
             .order_by_asc(task::Column::WorkflowStoppedDate)
+            .order_by_asc(task::Column::Id)
             .limit(limit)
             .all(&self.db)
             .await?)

@@ -22,7 +22,27 @@ use uuid::Uuid;
 
 use crate::helpers::{NODE_LIMITS, add_user};
 
-queue::backend_tests!(Migrator => owners_hear_of_the_ends_they_chose_once_each);
+queue::backend_tests!(Migrator =>
+    owners_hear_of_the_ends_they_chose_once_each,
+    more_ends_than_a_page_are_all_told,
+);
+
+/// More tasks ended in the look-back than one page reads (200): every one is told, not the
+/// oldest 200 again and again.
+async fn more_ends_than_a_page_are_all_told(db: TestDatabase) {
+    let fay = owner(&db, "fay", Some("fay@example.edu"), TaskEmails::All).await;
+    let store = Store::new(db.conn.clone());
+    let smtp = SmtpServer::start().await;
+    let relay = SmtpRelay::plain("127.0.0.1", smtp.port, Duration::from_secs(5));
+    let mailer = Mailer::new("bulkq <bulkq@example.edu>", &MailTransport::Smtp(relay)).unwrap();
+    let now = Utc::now();
+    for n in 0..205 {
+        let at = now - chrono::Duration::seconds(300 - n);
+        ended_task(&db, &store, &fay, "COMPLETED", at).await;
+    }
+    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 205);
+    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 0);
+}
 
 async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
     let ann = owner(&db, "ann", Some("ann@example.edu"), TaskEmails::All).await;
