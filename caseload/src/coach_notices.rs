@@ -23,7 +23,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::email::{Delivery, EmailContent, MAX_SEND_ATTEMPTS, Mailer};
+use crate::email::{Delivery, EmailContent, INTERRUPTED, Mailer, SendStatus};
 use crate::entity::{coach_change, coach_notice as notice, early_alert, person, staff_user};
 
 /// The most people a notice names; the rest are counted ("and 1,200 more").
@@ -109,14 +109,14 @@ pub async fn fail_interrupted<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<u64, CaseloadError> {
     Ok(notice::Entity::update_many()
-        .col_expr(notice::Column::Status, Expr::value("failed"))
         .col_expr(
-            notice::Column::Detail,
-            Expr::value("interrupted while sending; not sent again so that nobody gets it twice"),
+            notice::Column::Status,
+            Expr::value(SendStatus::Failed.as_str()),
         )
+        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
         .col_expr(notice::Column::UpdatedAt, Expr::value(now))
         .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::Status.eq("sending"))
+        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
         .exec(db)
         .await?
         .rows_affected)
@@ -155,7 +155,7 @@ pub async fn claim<C: ConnectionTrait>(
         let row = notice::ActiveModel {
             task_id: sea_orm::Set(task_id),
             coach_id: sea_orm::Set(*id),
-            status: sea_orm::Set("sending".into()),
+            status: sea_orm::Set(SendStatus::Sending.as_str().into()),
             attempts: sea_orm::Set(1),
             detail: sea_orm::Set(None),
             updated_at: sea_orm::Set(now),
@@ -169,7 +169,7 @@ pub async fn claim<C: ConnectionTrait>(
         .select_only()
         .column(notice::Column::CoachId)
         .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::Status.eq("deferred"))
+        .filter(notice::Column::Status.eq(SendStatus::Deferred.as_str()))
         .filter(notice::Column::UpdatedAt.lt(deferred_before))
         .limit(room)
         .into_tuple()
@@ -177,7 +177,10 @@ pub async fn claim<C: ConnectionTrait>(
         .await?;
     for id in &retry {
         notice::Entity::update_many()
-            .col_expr(notice::Column::Status, Expr::value("sending"))
+            .col_expr(
+                notice::Column::Status,
+                Expr::value(SendStatus::Sending.as_str()),
+            )
             .col_expr(
                 notice::Column::Attempts,
                 Expr::col(notice::Column::Attempts).add(1),
@@ -278,37 +281,32 @@ pub async fn record<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<Told, CaseloadError> {
     let (status, detail) = match delivery {
-        None => ("no_address", Some("the coach has no email address on file")),
-        Some(Delivery::Sent) => ("sent", None),
-        Some(Delivery::Transient(detail) | Delivery::RelayRefused(detail)) => {
-            ("deferred", Some(detail.as_str()))
-        }
-        Some(Delivery::Permanent(detail)) => ("failed", Some(detail.as_str())),
-    };
-    let status_expr = match status {
-        "deferred" => Expr::case(
-            Expr::col(notice::Column::Attempts).gte(MAX_SEND_ATTEMPTS),
-            "failed",
-        )
-        .finally("deferred")
-        .into(),
-        _ => Expr::value(status),
+        None => (
+            SendStatus::NoAddress,
+            Some("the coach has no email address on file"),
+        ),
+        Some(delivery) => delivery.outcome(),
     };
     let rows = notice::Entity::update_many()
-        .col_expr(notice::Column::Status, status_expr)
+        .col_expr(
+            notice::Column::Status,
+            status.recorded(notice::Column::Attempts),
+        )
         .col_expr(notice::Column::Detail, Expr::value(detail))
         .col_expr(notice::Column::UpdatedAt, Expr::value(now))
         .filter(notice::Column::TaskId.eq(task_id))
         .filter(notice::Column::CoachId.eq(coach))
-        .filter(notice::Column::Status.eq("sending"))
+        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
         .exec_with_returning(db)
         .await?;
     let mut told = Told::default();
     for row in rows {
-        match row.status.as_str() {
-            "sent" => told.told += 1,
-            "deferred" => told.deferred += 1,
-            _ => told.not_told += 1,
+        if row.status == SendStatus::Sent.as_str() {
+            told.told += 1;
+        } else if row.status == SendStatus::Deferred.as_str() {
+            told.deferred += 1;
+        } else {
+            told.not_told += 1;
         }
     }
     Ok(told)

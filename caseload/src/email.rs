@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use lettre::message::Mailbox;
 use queue::IdListFilter;
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::{Expr, ExprTrait, IntoColumnRef, SimpleExpr};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -56,7 +56,8 @@ pub const MAX_BODY_LEN: usize = 100_000;
 /// The most cc addresses; every message carries all of them.
 pub const MAX_CC: usize = 10;
 
-/// The state of one recipient in `email_send_log.status`.
+/// The state of one message in a send log: a recipient's in `email_send_log.status`, a
+/// coach's in `coach_notice`, an owner's or admin's in `task_notice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendStatus {
     /// Claimed by an attempt that is sending (or died sending) the message.
@@ -67,7 +68,13 @@ pub enum SendStatus {
     Deferred,
     /// Failed for good: rejected, unusable address, too many attempts, or interrupted.
     Failed,
+    /// Not sent: the person has no address on file (coach notices).
+    NoAddress,
 }
+
+/// Why a message claimed by an attempt that died before recording it is `failed`.
+pub const INTERRUPTED: &str =
+    "interrupted while sending; not sent again so that nobody gets it twice";
 
 impl SendStatus {
     pub fn as_str(self) -> &'static str {
@@ -76,6 +83,22 @@ impl SendStatus {
             SendStatus::Sent => "sent",
             SendStatus::Deferred => "deferred",
             SendStatus::Failed => "failed",
+            SendStatus::NoAddress => "no_address",
+        }
+    }
+
+    /// The value to record for a message that ended in this status, in a log whose row
+    /// counts its tries in `attempts`: a deferral with no tries left ([`MAX_SEND_ATTEMPTS`])
+    /// becomes a failure, decided in SQL from the row's own count.
+    pub(crate) fn recorded(self, attempts: impl IntoColumnRef) -> SimpleExpr {
+        match self {
+            SendStatus::Deferred => Expr::case(
+                Expr::col(attempts).gte(MAX_SEND_ATTEMPTS),
+                SendStatus::Failed.as_str(),
+            )
+            .finally(SendStatus::Deferred.as_str())
+            .into(),
+            other => Expr::value(other.as_str()),
         }
     }
 }
@@ -168,6 +191,17 @@ pub enum Delivery {
 }
 
 impl Delivery {
+    /// The status a send log records for this outcome, and why if it was not sent.
+    pub fn outcome(&self) -> (SendStatus, Option<&str>) {
+        match self {
+            Delivery::Sent => (SendStatus::Sent, None),
+            Delivery::Transient(detail) | Delivery::RelayRefused(detail) => {
+                (SendStatus::Deferred, Some(detail))
+            }
+            Delivery::Permanent(detail) => (SendStatus::Failed, Some(detail)),
+        }
+    }
+
     /// Why the relay refused us, if it did.
     pub fn relay_refusal(&self) -> Option<&str> {
         match self {
@@ -295,10 +329,7 @@ pub async fn fail_interrupted<C: ConnectionTrait>(
             log::Column::Status,
             Expr::value(SendStatus::Failed.as_str()),
         )
-        .col_expr(
-            log::Column::Detail,
-            Expr::value("interrupted while sending; not sent again so that nobody gets it twice"),
-        )
+        .col_expr(log::Column::Detail, Expr::value(INTERRUPTED))
         .col_expr(log::Column::UpdatedAt, Expr::value(now))
         .filter(log::Column::TaskId.eq(task_id))
         .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
@@ -344,27 +375,12 @@ pub async fn record_outcomes<C: ConnectionTrait>(
     }
     // Failures are rare and each has its own detail: one UPDATE each.
     for (person_id, delivery) in deliveries {
-        let (status, detail) = match delivery {
-            Delivery::Sent => continue,
-            Delivery::Transient(detail) | Delivery::RelayRefused(detail) => {
-                (SendStatus::Deferred, detail)
-            }
-            Delivery::Permanent(detail) => (SendStatus::Failed, detail),
-        };
-        // A deferral with no attempts left becomes a failure, decided in SQL from the row's
-        // own attempt count.
-        let status_expr = match status {
-            SendStatus::Deferred => Expr::case(
-                Expr::col(log::Column::Attempts).gte(MAX_SEND_ATTEMPTS),
-                SendStatus::Failed.as_str(),
-            )
-            .finally(SendStatus::Deferred.as_str())
-            .into(),
-            _ => Expr::value(status.as_str()),
+        let (status, Some(detail)) = delivery.outcome() else {
+            continue;
         };
         let changed = log::Entity::update_many()
-            .col_expr(log::Column::Status, status_expr)
-            .col_expr(log::Column::Detail, Expr::value(detail.as_str()))
+            .col_expr(log::Column::Status, status.recorded(log::Column::Attempts))
+            .col_expr(log::Column::Detail, Expr::value(detail))
             .col_expr(log::Column::UpdatedAt, Expr::value(now))
             .filter(log::Column::TaskId.eq(task_id))
             .filter(log::Column::PersonId.eq(*person_id))

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::actions::summary::{StatusNames, summarize};
-use crate::email::{Delivery, EmailContent, Mailer};
+use crate::email::{Delivery, EmailContent, INTERRUPTED, Mailer, SendStatus};
 use crate::entity::{staff_user, task_notice as notice};
 
 /// The job's name in the scheduler.
@@ -234,7 +234,7 @@ async fn claim<C: ConnectionTrait>(
         task_id: Set(task_id),
         ended_at: Set(ended_at),
         recipient_id: Set(recipient),
-        status: Set("sending".into()),
+        status: Set(SendStatus::Sending.as_str().into()),
         detail: Set(None),
         updated_at: Set(now),
     };
@@ -261,12 +261,12 @@ async fn fail_interrupted<C: ConnectionTrait>(
         .checked_sub_signed(duration(INTERRUPTED_AFTER))
         .unwrap_or(now);
     notice::Entity::update_many()
-        .col_expr(notice::Column::Status, Expr::value("failed"))
         .col_expr(
-            notice::Column::Detail,
-            Expr::value("interrupted while sending; not sent again so that nobody gets it twice"),
+            notice::Column::Status,
+            Expr::value(SendStatus::Failed.as_str()),
         )
-        .filter(notice::Column::Status.eq("sending"))
+        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
+        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
         .filter(notice::Column::UpdatedAt.lt(before))
         .exec(db)
         .await?;
@@ -281,15 +281,9 @@ async fn record<C: ConnectionTrait>(
     delivery: &Delivery,
     now: DateTime<Utc>,
 ) -> Result<(), CaseloadError> {
-    let (status, detail) = match delivery {
-        Delivery::Sent => ("sent", None),
-        Delivery::Transient(detail) | Delivery::RelayRefused(detail) => {
-            ("deferred", Some(detail.clone()))
-        }
-        Delivery::Permanent(detail) => ("failed", Some(detail.clone())),
-    };
+    let (status, detail) = delivery.outcome();
     notice::Entity::update_many()
-        .col_expr(notice::Column::Status, Expr::value(status))
+        .col_expr(notice::Column::Status, Expr::value(status.as_str()))
         .col_expr(notice::Column::Detail, Expr::value(detail))
         .col_expr(notice::Column::UpdatedAt, Expr::value(now))
         .filter(notice::Column::TaskId.eq(task_id))
