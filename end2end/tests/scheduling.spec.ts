@@ -127,3 +127,43 @@ test('an export can be downloaded until its retention passes, then it is expired
   await hydrated(page);
   await expect(taskItem(page, taskId)).toContainText('Expired');
 });
+
+test('owners raise a waiting task, then run it now', async ({ browser }, testInfo) => {
+  const page = await pageAs(browser, users.staff);
+  await search(page, { q: 'Garcia', mine: true });
+  await selectPeopleWithEmail(page, 2);
+  await page.getByRole('button', { name: 'Export' }).click();
+  const tomorrow = await page.evaluate(() => {
+    const at = new Date(Date.now() + 24 * 3600_000);
+    const two = (n: number) => String(n).padStart(2, '0');
+    return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}T${two(at.getHours())}:${two(at.getMinutes())}`;
+  });
+  await page.getByLabel('Start at (optional)').fill(tomorrow);
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await expect(page.getByTestId('bulk-question')).toContainText('Export 2 people to CSV');
+  const taskId = await confirmAndGetTask(page, 'Export task submitted for 2 people.');
+
+  await page.goto(`/tasks/${taskId}`);
+  await hydrated(page);
+  await expect(page.getByTestId('task-status')).toHaveText('QUEUED');
+  await expect(page.getByTestId('task-priority')).toHaveText('Normal');
+
+  // Raised: the page shows it at once.
+  await page.getByLabel('Priority').selectOption({ label: 'High' });
+  await page.getByTestId('reschedule').click();
+  await expect(page.getByTestId('task-priority')).toHaveText('High');
+  await expect(page.getByTestId('task-status')).toHaveText('QUEUED');
+  await screenshot(page, testInfo, 'task page: a waiting task raised');
+
+  // A staff member cannot go beyond what the form offers, even by hand.
+  const beyond = await page.request.post(`/api/1/tasks/${taskId}/schedule`, { data: { priority: 99 } });
+  expect(beyond.status()).toBe(422);
+
+  // Run now: it starts without waiting for tomorrow, and the steer is gone.
+  await page.getByTestId('run-now').click();
+  await expect(page.getByTestId('task-status')).toHaveText('COMPLETED', { timeout: 30_000 });
+  await expect(page.getByTestId('run-now')).toHaveCount(0);
+  const task = await (await page.request.get(`/api/1/tasks/${taskId}`)).json();
+  expect(task.priority).toBe(10);
+  expect(Date.parse(task.execution_started_date)).toBeLessThan(Date.now() + 3600_000);
+});

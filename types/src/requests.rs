@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::accounts::Role;
 use crate::actions::ActionKind;
 use crate::alerts::AlertContent;
 use crate::export::ExportColumn;
@@ -46,6 +47,37 @@ pub struct ScheduleRequest {
     /// admins; 0 when absent.
     #[serde(default)]
     pub priority: Option<i32>,
+}
+
+impl ScheduleRequest {
+    /// A field error for each value out of range at `now`; `role` decides how far the
+    /// priority may go. A bulk request and a waiting task's reschedule check alike.
+    pub fn problems(&self, role: Role, now: DateTime<Utc>) -> FieldErrors {
+        let mut errors = FieldErrors::new();
+        let window = chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS);
+        if let Some(run_at) = self.run_at {
+            if run_at > now + window {
+                let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead");
+                errors.push(("run_at".to_owned(), problem));
+            } else if run_at < now - window {
+                // Past times mean "now"; one from long ago is a mistake (and some are out
+                // of the databases' range).
+                let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days in the past");
+                errors.push(("run_at".to_owned(), problem));
+            }
+        }
+        let (limit, whose) = match role {
+            Role::Admin => (MAX_PRIORITY, ""),
+            Role::Staff => (MAX_STAFF_PRIORITY, " for staff (admins may go further)"),
+        };
+        if let Some(priority) = self.priority
+            && !(-limit..=limit).contains(&priority)
+        {
+            let problem = format!("from -{limit} to {limit}{whose}");
+            errors.push(("priority".to_owned(), problem));
+        }
+        errors
+    }
 }
 
 /// The furthest ahead a task may be scheduled.

@@ -5,8 +5,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::accounts::Role;
 use crate::actions::{ActionKind, ActionReport};
 use crate::export::ExportFileState;
+use crate::requests::{FieldErrors, ScheduleRequest};
 use crate::state::TaskStatus;
 
 /// A task's status and progress. Never its checkpoint, its error detail (admins read that on
@@ -27,6 +29,8 @@ pub struct TaskView {
     pub max_attempts: i32,
     /// Not before this.
     pub run_at: DateTime<Utc>,
+    /// Higher runs first among waiting tasks.
+    pub priority: i32,
     pub execution_started_date: Option<DateTime<Utc>>,
     pub workflow_stopped_date: Option<DateTime<Utc>>,
     pub progress_done: i64,
@@ -162,6 +166,41 @@ pub struct ActRequest {
     pub reason: String,
 }
 
+/// `POST /api/1/tasks/{id}/schedule`: a waiting task's new time, its new priority, or both
+/// (the owner's or an admin's steer); a field left out keeps its value. A time already past
+/// means "run now".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RescheduleRequest {
+    /// Not before this time (RFC 3339; any offset); at most a year ahead or behind.
+    #[serde(default)]
+    pub run_at: Option<DateTime<Utc>>,
+    /// Higher runs first among waiting tasks: from -10 to 10 for staff, -100 to 100 for
+    /// admins.
+    #[serde(default)]
+    pub priority: Option<i32>,
+}
+
+impl RescheduleRequest {
+    /// A field error for each bad value (as a bulk request's schedule is checked), and one
+    /// when the request changes nothing.
+    pub fn problems(&self, role: Role, now: DateTime<Utc>) -> FieldErrors {
+        let schedule = ScheduleRequest {
+            run_at: self.run_at,
+            priority: self.priority,
+        };
+        let mut errors = schedule.problems(role, now);
+        if self.run_at.is_none() && self.priority.is_none() {
+            errors.push((
+                "run_at".to_owned(),
+                "give a time, a priority or both".to_owned(),
+            ));
+        }
+        errors
+    }
+}
+
 /// What an act did: how many tasks it moved, and how many selected ones it left alone (in
 /// a status it does not apply to, or already moved by someone else).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,6 +227,7 @@ mod tests {
             attempt: 1,
             max_attempts: 5,
             run_at: now,
+            priority: 0,
             execution_started_date: None,
             workflow_stopped_date: None,
             progress_done: 0,

@@ -1,7 +1,7 @@
 //! The signed-in user's tasks, and the live updates that keep their list current.
 
 use bulkq_types::TaskStatus;
-use bulkq_types::task::{ActOutcome, ActRequest, TaskAct, TaskView};
+use bulkq_types::task::{ActOutcome, ActRequest, RescheduleRequest, TaskAct, TaskView};
 use bulkq_types::task_query::{TaskPage, TaskQuery};
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
@@ -200,6 +200,33 @@ pub mod ssr_impl {
         })
     }
 
+    /// Moves `user`'s waiting task (anyone's for an admin) as `request` asks; a task that
+    /// has started or ended meanwhile is a conflict.
+    pub async fn reschedule(
+        app: &AppState,
+        user: &StaffUser,
+        id: Uuid,
+        request: RescheduleRequest,
+    ) -> Result<Task, AppError> {
+        visible_task(&app.store, user, id).await?;
+        let problems = request.problems(user.role, app.store.clock().now());
+        if !problems.is_empty() {
+            return Err(AppError::invalid_fields(problems));
+        }
+        let actor = user.username.as_str();
+        let moved = app
+            .store
+            .task_reschedule(id, request.run_at, request.priority, actor)
+            .await?;
+        let Some(task) = moved else {
+            return Err(AppError::Conflict(
+                "The task is no longer waiting: it has started or ended.".into(),
+            ));
+        };
+        tracing::info!(user = actor, task = %id, run_at = %task.run_at, priority = task.priority, "task rescheduled");
+        Ok(task)
+    }
+
     pub async fn task_detail(id: Uuid) -> Result<TaskDetail, AppError> {
         let user = require_user().await?;
         let is_admin = user.role == caseload::users::Role::Admin;
@@ -284,6 +311,7 @@ pub mod ssr_impl {
                 attempt: task.attempt,
                 max_attempts: task.max_attempts,
                 run_at: task.run_at,
+                priority: task.priority,
                 execution_started_date: task.execution_started_date,
                 workflow_stopped_date: task.workflow_stopped_date,
                 progress_done: task.progress_done,
@@ -357,6 +385,19 @@ impl TaskDetail {
             .filter(|act| act.applies_to(self.task.workflow_status))
             .collect()
     }
+}
+
+/// Moves a waiting task to another time or priority, or runs it now (a past time): the
+/// owner's own or, for admins, anyone's.
+#[server(endpoint = "reschedule_task", input = Json)]
+pub async fn reschedule_task(id: Uuid, request: RescheduleRequest) -> Result<(), AppError> {
+    use crate::api::ssr::{require_user, respond, state};
+    respond(async move {
+        ssr_impl::reschedule(&state()?, &require_user().await?, id, request)
+            .await
+            .map(drop)
+    })
+    .await
 }
 
 /// A task with its timeline: the owner's, or anyone's for an admin.

@@ -2,6 +2,7 @@
 
 pub mod feedback;
 pub mod pace;
+pub mod reschedule;
 pub mod scheduled_for;
 pub mod task_acts;
 pub mod throughput_chart;

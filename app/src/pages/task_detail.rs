@@ -1,7 +1,8 @@
 //! Task detail: what was asked for, progress, what the action has done so far (and a
-//! finished export's file), and the timeline of every transition and attempt. Admins also
-//! see the error detail and can retry, requeue (a stalled running task) or abandon it. The page follows the live task
-//! stream, so it changes as the task runs.
+//! finished export's file), and the timeline of every transition and attempt. Its owner
+//! (and admins) can run a waiting task now or move it to another time or priority. Admins
+//! also see the error detail and can retry, requeue (a stalled running task) or abandon it.
+//! The page follows the live task stream, so it changes as the task runs.
 
 use bulkq_types::TaskStatus;
 use bulkq_types::actions::{ActionKind, ActionReport, component_label};
@@ -13,9 +14,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use crate::api::tasks::{ActOnTask, TaskDetail, TaskUpdate, get_task_detail};
+use crate::api::tasks::{ActOnTask, RescheduleTask, TaskDetail, TaskUpdate, get_task_detail};
 use crate::components::feedback::ErrorMessage;
 use crate::components::pace::Pace;
+use crate::components::reschedule::{Reschedule, priority_words};
 use crate::components::scheduled_for::ScheduledFor;
 use crate::components::top_bar::TopBar;
 use crate::format;
@@ -32,9 +34,13 @@ pub fn TaskDetailPage() -> impl IntoView {
     let params = use_params_map();
     let task_id = move || params.with(task_id_in);
     let act = ServerAction::<ActOnTask>::new();
+    let reschedule = ServerAction::<RescheduleTask>::new();
     let reload = RwSignal::new(0u64);
     let detail = Resource::new(
-        move || (task_id(), reload.get(), act.version().get()),
+        move || {
+            let versions = (act.version().get(), reschedule.version().get());
+            (task_id(), reload.get(), versions)
+        },
         |(id, ..)| async move {
             match id {
                 Some(id) => get_task_detail(id).await,
@@ -61,7 +67,7 @@ pub fn TaskDetailPage() -> impl IntoView {
             <Transition fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
-                        Ok(detail) => view! { <Detail detail act /> }.into_any(),
+                        Ok(detail) => view! { <Detail detail act reschedule /> }.into_any(),
                         Err(error) => {
                             view! {
                                 <h1>"Task"</h1>
@@ -77,8 +83,14 @@ pub fn TaskDetailPage() -> impl IntoView {
 }
 
 #[component]
-fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
+fn Detail(
+    detail: TaskDetail,
+    act: ServerAction<ActOnTask>,
+    reschedule: ServerAction<RescheduleTask>,
+) -> impl IntoView {
     let id = detail.task.id;
+    let waiting = detail.task.workflow_status == TaskStatus::Queued;
+    let priority = detail.task.priority;
     let acts = detail.acts();
     let offers = move |offered: TaskAct| acts.contains(&offered);
     let progress = match progress_words(
@@ -128,10 +140,12 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
             <dd>{format!("{} of {}", detail.task.attempt, detail.task.max_attempts)}</dd>
             <dt>"Submitted"</dt>
             <dd>{format::second(&detail.task.created_date.to_rfc3339())}</dd>
-            {(detail.task.workflow_status == TaskStatus::Queued && detail.task.is_scheduled()).then(|| view! {
+            {(waiting && detail.task.is_scheduled()).then(|| view! {
                 <dt>"Starts"</dt>
                 <dd><ScheduledFor run_at=detail.task.run_at.to_rfc3339() /></dd>
             })}
+            <dt>"Priority"</dt>
+            <dd data-testid="task-priority">{priority_words(priority)}</dd>
             <dt>"Id"</dt>
             <dd><code>{id.to_string()}</code></dd>
         </dl>
@@ -170,6 +184,9 @@ fn Detail(detail: TaskDetail, act: ServerAction<ActOnTask>) -> impl IntoView {
         <Show when=move || act_error().is_some()>
             <p class="error" role="alert">{act_error}</p>
         </Show>
+        {(waiting && offers(TaskAct::Cancel)).then(|| view! {
+            <Reschedule id priority action=reschedule />
+        })}
         {detail.error_detail.map(|error| view! {
             <h2>"Error detail"</h2>
             <pre class="error-detail" data-testid="error-detail">{error}</pre>

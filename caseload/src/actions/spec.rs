@@ -10,10 +10,7 @@ use std::collections::HashSet;
 
 use bulkq_types::actions::ActionKind;
 use bulkq_types::filter::PersonFilter;
-use bulkq_types::requests::{
-    FieldErrors, MAX_PRIORITY, MAX_SCHEDULE_AHEAD_DAYS, MAX_STAFF_PRIORITY, ScheduleRequest,
-    TargetRequest, UnknownFields,
-};
+use bulkq_types::requests::{FieldErrors, ScheduleRequest, TargetRequest, UnknownFields};
 use chrono::Utc;
 use queue::NewTask;
 use serde::Serialize;
@@ -90,41 +87,6 @@ fn unknown_field_errors(unknown: &UnknownFields, errors: &mut FieldErrors) {
     );
 }
 
-/// The schedule, with a field error for each value out of range; `role` decides how far
-/// the priority may go.
-fn checked_schedule(
-    schedule: ScheduleRequest,
-    role: Role,
-    errors: &mut FieldErrors,
-) -> ScheduleRequest {
-    let window = chrono::Duration::days(MAX_SCHEDULE_AHEAD_DAYS);
-    if let Some(run_at) = schedule.run_at {
-        let now = Utc::now();
-        if run_at > now + window {
-            let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days ahead");
-            errors.push(field("run_at", problem));
-        } else if run_at < now - window {
-            // Past times mean "now"; one from long ago is a mistake (and some are out of
-            // the databases' range).
-            let problem = format!("at most {MAX_SCHEDULE_AHEAD_DAYS} days in the past");
-            errors.push(field("run_at", problem));
-        }
-    }
-    let (limit, whose) = match role {
-        Role::Admin => (MAX_PRIORITY, ""),
-        Role::Staff => (MAX_STAFF_PRIORITY, " for staff (admins may go further)"),
-    };
-    if let Some(priority) = schedule.priority
-        && !(-limit..=limit).contains(&priority)
-    {
-        errors.push(field(
-            "priority",
-            format!("from -{limit} to {limit}{whose}"),
-        ));
-    }
-    schedule
-}
-
 /// Drops repeated ids (keeping the first) so a person is acted on once.
 fn resolve_ids(ids: Vec<Uuid>, errors: &mut FieldErrors) -> Option<Target> {
     if ids.is_empty() {
@@ -170,7 +132,8 @@ impl RequestChecks {
 
     /// The schedule, each value out of range (for the user's role) a field error.
     pub fn schedule(&mut self, schedule: ScheduleRequest) -> ScheduleRequest {
-        checked_schedule(schedule, self.role, &mut self.errors)
+        self.errors.extend(schedule.problems(self.role, Utc::now()));
+        schedule
     }
 
     /// The target to store; `everyone` is what `"all": true` means for the action.

@@ -1,7 +1,8 @@
 //! Operations for administrators: retry, requeue and abandon (one task or many), pause and resume a
 //! component. All are guarded and idempotent: repeating one changes nothing more.
 
-use sea_orm::sea_query::OnConflict;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
 
@@ -12,7 +13,7 @@ use super::transition::{guarded, set_transition};
 use super::{INSERT_CHUNK, Store, WriteClass, announce, history};
 use crate::error::QueueError;
 use crate::state::{TaskStatus, Transition};
-use crate::task::{BulkOutcome, PausedComponent, TaskSelector};
+use crate::task::{BulkOutcome, PausedComponent, Task, TaskSelector};
 
 impl Store {
     /// FAILURE / ERROR / ABANDONED → QUEUED with a fresh attempt budget. A task whose unique
@@ -87,6 +88,52 @@ impl Store {
             .task_abandon_many(&TaskSelector::Ids(vec![id]), reason, actor)
             .await?;
         Ok(!outcome.changed.is_empty())
+    }
+
+    /// A waiting task's new `run_at` (a past one means now), its new priority, or both: the
+    /// owner's or an admin's steer. `None` when the task is not QUEUED any more (it started,
+    /// or ended). Its history says who moved it and where; the nodes are woken, as the task
+    /// may be due now.
+    pub async fn task_reschedule(
+        &self,
+        id: Uuid,
+        run_at: Option<DateTime<Utc>>,
+        priority: Option<i32>,
+        actor: &str,
+    ) -> Result<Option<Task>, QueueError> {
+        let now = self.clock.now();
+        let run_at = run_at.map(|at| at.max(now));
+        let mut moves = Vec::with_capacity(2);
+        if let Some(at) = run_at {
+            moves.push(format!("run at {}", at.format("%Y-%m-%d %H:%M UTC")));
+        }
+        if let Some(priority) = priority {
+            moves.push(format!("priority {priority}"));
+        }
+        let mut update = task::Entity::update_many()
+            .col_expr(
+                Column::WorkflowStatusDesc,
+                Expr::value(format!("rescheduled by {actor}: {}", moves.join(", "))),
+            )
+            .col_expr(Column::ModifiedDate, Expr::value(now))
+            .col_expr(Column::ModifiedBy, Expr::value(actor));
+        if let Some(at) = run_at {
+            update = update.col_expr(Column::RunAt, Expr::value(at));
+        }
+        if let Some(priority) = priority {
+            update = update.col_expr(Column::Priority, Expr::value(priority));
+        }
+        let update = update
+            .filter(Column::Id.eq(id))
+            .filter(Column::WorkflowStatus.eq(TaskStatus::Queued));
+        let txn = self.begin_write_as(WriteClass::Interactive).await?;
+        let moved = self.update_tasks(&*txn, update).await?;
+        let entries = moved
+            .iter()
+            .flat_map(|task| history::transition_entries(task, None, actor, now))
+            .collect();
+        self.commit_transitions(txn, &moved, entries).await?;
+        Ok(moved.into_iter().next())
     }
 
     /// Applies an admin transition to the selected tasks in one transaction, to those of

@@ -59,6 +59,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
         )
         .route("/tasks/{id}", get(tasks::get_task))
         .route("/tasks/{id}/cancel", post(tasks::cancel_task))
+        .route("/tasks/{id}/schedule", post(tasks::reschedule_task))
         .route("/task-events", get(events::task_events))
         .route("/caseload/exports/{id}/file", get(bulk::get_export_file))
         .route("/people", post(people::upsert_people))

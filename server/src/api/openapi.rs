@@ -25,6 +25,7 @@ use crate::web::SESSION_COOKIE;
         tasks::list_tasks,
         tasks::get_task,
         tasks::cancel_task,
+        tasks::reschedule_task,
         tasks::act_on_tasks,
         periodic::list_periodic_jobs,
         periodic::run_periodic_job,

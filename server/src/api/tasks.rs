@@ -5,11 +5,11 @@
 //! dashboard), and not the spec, which can hold thousands of ids.
 
 use app::api::ssr::AppState;
-use app::api::tasks::ssr_impl::{TaskViews, act, act_on_one, task_page, visible_task};
+use app::api::tasks::ssr_impl::{TaskViews, act, act_on_one, reschedule, task_page, visible_task};
 use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use bulkq_types::task::{ActOutcome, ActRequest, TaskAct, TaskView};
+use bulkq_types::task::{ActOutcome, ActRequest, RescheduleRequest, TaskAct, TaskView};
 use bulkq_types::task_query::{TaskPage, TaskQuery};
 use caseload::users::StaffUser;
 use queue::Task;
@@ -60,6 +60,32 @@ pub async fn cancel_task(
         return Err(AppError::Conflict("The task has already finished.".into()));
     }
     let task = visible_task(&state.store, &user.0, id).await?;
+    Ok(Json(view(task, &state, &user.0).await?))
+}
+
+/// `POST /api/1/tasks/{id}/schedule`: moves a waiting task to another time or priority, or
+/// runs it now (a time already past), the owner's own or, for admins, anyone's. Staff keep
+/// to the priorities the dashboard offers.
+#[utoipa::path(post, path = "/tasks/{id}/schedule", tag = "tasks", request_body = RescheduleRequest,
+    params(("id" = String, Path, description = "The task's id (a UUID)")),
+    responses(
+        (status = 200, description = "Moved: the task as it is now", body = TaskView),
+        (status = 400, description = "The id is not a UUID, or an unreadable body", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 404, description = "No such task, or not yours", body = ErrorBody),
+        (status = 409, description = "The task is no longer waiting", body = ErrorBody),
+        (status = 413, description = "The body is over 2 MB", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A time or priority out of range, or neither given", body = ErrorBody),
+    ))]
+pub async fn reschedule_task(
+    State(state): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<RescheduleRequest>,
+) -> Result<Json<TaskView>, AppError> {
+    let id = parse_id(&id, "task")?;
+    let task = reschedule(&state, &user.0, id, request).await?;
     Ok(Json(view(task, &state, &user.0).await?))
 }
 

@@ -154,6 +154,12 @@ async fn hostile_bodies_are_refused_at_the_door_and_change_nothing(db: TestDatab
             Some("reason"),
         ),
         (
+            "/api/1/caseload/coach-reassignments",
+            json!({"ids": [person], "to_coach": "sam\u{0}"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("to_coach"),
+        ),
+        (
             "/api/1/caseload/watches",
             json!({"query": {"name": "ada\u{1b}[2J"}}).to_string(),
             StatusCode::UNPROCESSABLE_ENTITY,

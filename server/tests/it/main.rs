@@ -26,6 +26,7 @@ mod people_first;
 mod people_import;
 mod queue_health;
 mod rendering;
+mod reschedule;
 mod rolling_restart;
 mod sign_in;
 mod stopping;

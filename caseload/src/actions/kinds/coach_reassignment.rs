@@ -4,6 +4,7 @@
 
 use bulkq_types::actions::ActionKind;
 use bulkq_types::requests::{CoachReassignmentRequest, ScheduleRequest};
+use bulkq_types::text::{Lines, control_character_problem};
 use chrono::Utc;
 use queue::{TaskContext, TaskError, TaskExecutor};
 use sea_orm::ConnectionTrait;
@@ -52,13 +53,21 @@ impl BulkAction for CoachReassignment {
         let mut checks = RequestChecks::new(&request.unknown, user);
         let schedule = checks.schedule(request.schedule);
         let target = checks.target(request.target, everyone());
-        let to_coach = match find_new_coach(db, &request.to_coach).await {
-            Ok(coach) => Some(coach),
-            Err(CaseloadError::Invalid(problem)) => {
+        // No username holds a control character, and PostgreSQL cannot even compare a NUL.
+        let unreadable = control_character_problem(&request.to_coach, Lines::One);
+        let to_coach = match unreadable {
+            Some(problem) => {
                 checks.add([("to_coach", problem)]);
                 None
             }
-            Err(other) => return Err(other.into()),
+            None => match find_new_coach(db, &request.to_coach).await {
+                Ok(coach) => Some(coach),
+                Err(CaseloadError::Invalid(problem)) => {
+                    checks.add([("to_coach", problem)]);
+                    None
+                }
+                Err(other) => return Err(other.into()),
+            },
         };
         let from_coach = match &target {
             Some(Target::Query(filter)) => match filter.coach_id {
