@@ -268,7 +268,13 @@ impl TaskContext {
         self.begin_closing_batch().await
     }
 
+    /// Returns [`TaskError::Cancelled`] once the token has fired, or once the task was asked
+    /// to give its slot to another owner's work (which fires the token here, between
+    /// batches, so the work stops as at a shutdown: see `runtime::turns`).
     fn stop_if_cancelled(&self) -> Result<(), TaskError> {
+        if self.running.yield_asked() {
+            self.running.cancel(CancelReason::Yield);
+        }
         match self.running.token.is_cancelled() {
             true => Err(TaskError::Cancelled),
             false => Ok(()),

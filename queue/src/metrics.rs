@@ -73,6 +73,7 @@ pub(crate) fn attempt_finished(component: &str, ran: Duration, transition: &Tran
         Transition::Fail { .. } => "failure",
         Transition::Error { .. } => "error",
         Transition::HandBack => "handed_back",
+        Transition::Yield => "yielded",
         Transition::Abandon { .. } | Transition::Requeue => "other",
     };
     let component = component.to_owned();

@@ -9,7 +9,7 @@
 //!      ▼
 //!   QUEUED ──claim: run_at due, component not paused──► EXECUTING ──Complete──► COMPLETED
 //!    ▲  ▲                                                   │
-//!    │  └─────────────── Retry / HandBack ──────────────────┼──Fail───► FAILURE
+//!    │  └─────────── Retry / HandBack / Yield ──────────────┼──Fail───► FAILURE
 //!    │                                                      └──Error──► ERROR
 //!    │
 //!    └── Requeue (admin, fresh attempts) ◄── SCHEDULING / EXECUTING (stalled), FAILURE,
@@ -21,11 +21,13 @@
 //!
 //! - The claim is the store's, not a [`Transition`]: one UPDATE takes a task from QUEUED to
 //!   EXECUTING, and SCHEDULING, its first step, is recorded in the task's history only.
-//! - Complete, Retry, HandBack, Fail and Error start from [`TaskStatus::RUNNING`]
+//! - Complete, Retry, HandBack, Yield, Fail and Error start from [`TaskStatus::RUNNING`]
 //!   (SCHEDULING or EXECUTING; a row left in SCHEDULING by an older version is treated as
 //!   EXECUTING).
 //! - Retry: a transient error, panic or timeout with attempts left, or a rescue from a dead
-//!   node; the attempt is spent. HandBack: shutdown; the attempt is not spent.
+//!   node; the attempt is spent. HandBack: shutdown; the attempt is not spent. Yield: the
+//!   task gave its slot to another owner's waiting work at a batch boundary; the attempt is
+//!   not spent and it keeps its place.
 //! - Fail: a permanent error, the attempts exhausted, a rescue with none left, or a task
 //!   parked after too many crashes. Error: the queue could not run the task (no executor
 //!   for its component).
@@ -182,6 +184,9 @@ pub enum Transition {
     Error { desc: String },
     /// Interrupted by shutdown: → `Queued` now, and the attempt is given back.
     HandBack,
+    /// Gave its slot to another owner's waiting work at a batch boundary: → `Queued` with
+    /// its `run_at` kept (its place among its owner's tasks), and the attempt is given back.
+    Yield,
     /// An administrator gave up on the task: → `Abandoned`.
     Abandon { reason: String },
     /// An administrator asked for another go: → `Queued` now, with a fresh attempt budget.
@@ -195,7 +200,7 @@ impl Transition {
     pub fn target(&self) -> TaskStatus {
         match self {
             Self::Complete => TaskStatus::Completed,
-            Self::Retry { .. } | Self::HandBack | Self::Requeue => TaskStatus::Queued,
+            Self::Retry { .. } | Self::HandBack | Self::Yield | Self::Requeue => TaskStatus::Queued,
             Self::Fail { .. } => TaskStatus::Failure,
             Self::Error { .. } => TaskStatus::Error,
             Self::Abandon { .. } => TaskStatus::Abandoned,
@@ -209,7 +214,8 @@ impl Transition {
             | Self::Retry { .. }
             | Self::Fail { .. }
             | Self::Error { .. }
-            | Self::HandBack => &TaskStatus::RUNNING,
+            | Self::HandBack
+            | Self::Yield => &TaskStatus::RUNNING,
             Self::Abandon { .. } => &[
                 TaskStatus::Queued,
                 TaskStatus::Scheduling,
@@ -234,6 +240,7 @@ impl Transition {
             Self::Error { desc } => Some(desc),
             Self::Abandon { reason } => Some(reason),
             Self::HandBack => Some("interrupted by shutdown; handed back"),
+            Self::Yield => Some("gave its slot to another owner's waiting work"),
             Self::Complete | Self::Requeue => None,
         }
     }
@@ -255,6 +262,8 @@ pub enum AttemptOutcome {
     TimedOut(Duration),
     /// Shutdown cancelled the work before it finished.
     Interrupted,
+    /// Stopped at a batch boundary to give its slot to another owner's waiting work.
+    Yielded,
 }
 
 /// How a component retries transient failures.
@@ -356,6 +365,7 @@ pub fn after_attempt(
         AttemptOutcome::Panicked(message) => retryable(format!("panicked: {message}")),
         AttemptOutcome::TimedOut(limit) => retryable(format!("timed out after {limit:?}")),
         AttemptOutcome::Interrupted => Transition::HandBack,
+        AttemptOutcome::Yielded => Transition::Yield,
     }
 }
 
@@ -382,6 +392,7 @@ mod tests {
             "[a-z]{0,8}".prop_map(AttemptOutcome::Panicked),
             (1u64..10_000).prop_map(|ms| AttemptOutcome::TimedOut(Duration::from_millis(ms))),
             Just(AttemptOutcome::Interrupted),
+            Just(AttemptOutcome::Yielded),
         ]
     }
 
@@ -413,6 +424,7 @@ mod tests {
             match &transition {
                 Transition::Complete => prop_assert_eq!(&outcome, &AttemptOutcome::Succeeded),
                 Transition::HandBack => prop_assert_eq!(&outcome, &AttemptOutcome::Interrupted),
+                Transition::Yield => prop_assert_eq!(&outcome, &AttemptOutcome::Yielded),
                 Transition::Retry { at, .. } => {
                     // Only transient failures with attempts left come back, never early, and
                     // never later than the capped delay plus the whole jitter.
@@ -452,6 +464,7 @@ mod tests {
             Transition::Fail { error: "e".into() },
             Transition::Error { desc: "e".into() },
             Transition::HandBack,
+            Transition::Yield,
             Transition::Abandon { reason: "r".into() },
             Transition::Requeue,
         ] {

@@ -45,7 +45,7 @@ pub async fn idle(report: &mut Report, backend: Backend) -> Result<(), Error> {
     for _ in 0..TASKS {
         tokio::time::sleep(GAP).await;
         let mut txn = store.begin_queue().await?;
-        let task = txn.enqueue(noop_task()).await?;
+        let task = txn.enqueue(noop_task(uuid::Uuid::nil())).await?;
         committed.insert(task.id, unix_micros());
         txn.commit().await?;
     }

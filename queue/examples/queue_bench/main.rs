@@ -83,9 +83,10 @@ impl Settings {
 }
 
 /// Every scenario's name for `--only`, in the order they run.
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 8] = [
     "drain",
     "drain_2x8",
+    "owners",
     "statements",
     "latency",
     "idle",
@@ -100,6 +101,10 @@ struct Shape {
     workers: usize,
     /// `None`: the backend's default.
     prefetch: Option<usize>,
+    /// The tasks' owners: each enqueue spreads its tasks over this many, in turn.
+    owners: usize,
+    /// Whether owners take turns for the slots (`RuntimeConfig::owners_take_turns`).
+    turns: bool,
 }
 
 impl Shape {
@@ -109,6 +114,8 @@ impl Shape {
             processes,
             workers,
             prefetch: None,
+            owners: 1,
+            turns: true,
         }
     }
 
@@ -116,6 +123,12 @@ impl Shape {
         let mut text = format!("{} × {} workers", self.processes, self.workers);
         if let Some(prefetch) = self.prefetch {
             text.push_str(&format!(", prefetch {prefetch}"));
+        }
+        if self.owners > 1 {
+            text.push_str(&format!(", {} owners", self.owners));
+            if !self.turns {
+                text.push_str(", no turns");
+            }
         }
         text
     }
@@ -133,20 +146,29 @@ const ENQUEUE_CHUNK: usize = 5_000;
 /// Concurrent claim-and-complete loops of the statements scenario: two cores, and a node's
 /// claims and completions are two streams as well.
 const STATEMENT_STREAMS: usize = 2;
+/// The owners of the owners scenario's tasks: a busy office's staff with work queued at once.
+const OWNERS: usize = 10;
 /// How often the parent looks whether the queue has drained.
 const POLL: Duration = Duration::from_millis(10);
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [command, url, workers, prefetch, system_id] = args.as_slice()
+    if let [command, url, workers, prefetch, owners, turns, system_id] = args.as_slice()
         && command == "worker"
     {
         let prefetch = match prefetch.as_str() {
             worker::DEFAULT_PREFETCH => None,
             number => Some(number.parse()?),
         };
-        return worker::run_node(url, workers.parse()?, prefetch, system_id).await;
+        let shape = Shape {
+            processes: 1,
+            workers: workers.parse()?,
+            prefetch,
+            owners: owners.parse()?,
+            turns: turns == "turns",
+        };
+        return worker::run_node(url, shape, system_id).await;
     }
     let settings = settings(&args)?;
     let mut report = Report::default();
@@ -160,10 +182,36 @@ async fn main() -> Result<(), Error> {
         // The fresh 1 × 16 drain's rate, what the later scenarios are read against.
         let mut fresh = None;
         if settings.runs("drain") {
-            fresh = drain(&mut report, backend, &settings, single, 0).await?;
+            fresh = drain(&mut report, backend, &settings, single, 0, "drain").await?;
         }
         if backend == Backend::Postgres && settings.runs("drain_2x8") {
-            drain(&mut report, backend, &settings, Shape::new(2, 8), 0).await?;
+            drain(
+                &mut report,
+                backend,
+                &settings,
+                Shape::new(2, 8),
+                0,
+                "drain",
+            )
+            .await?;
+        }
+        if settings.runs("owners") {
+            let owners = Shape {
+                owners: OWNERS,
+                ..single
+            };
+            let strict = Shape {
+                turns: false,
+                ..owners
+            };
+            let strict = drain(&mut report, backend, &settings, strict, 0, "owners").await?;
+            let turns = drain(&mut report, backend, &settings, owners, 0, "owners").await?;
+            if let (Some(turns), Some(strict)) = (turns, strict) {
+                println!(
+                    "{name}: {OWNERS} owners taking turns drain at {:.0} % of the strict order's rate",
+                    turns / strict * 100.0
+                );
+            }
         }
         if settings.runs("statements")
             && let Some(rate) = statements(&mut report, backend, &settings).await?
@@ -181,8 +229,15 @@ async fn main() -> Result<(), Error> {
             idle::idle(&mut report, backend).await?;
         }
         if settings.runs("aged")
-            && let Some(aged) =
-                drain(&mut report, backend, &settings, single, settings.aged).await?
+            && let Some(aged) = drain(
+                &mut report,
+                backend,
+                &settings,
+                single,
+                settings.aged,
+                "aged",
+            )
+            .await?
             && let Some(fresh) = fresh
         {
             println!(
@@ -195,7 +250,7 @@ async fn main() -> Result<(), Error> {
             ..single
         };
         if settings.runs("no_prefetch")
-            && let Some(rate) = drain(&mut report, backend, &settings, baseline, 0).await?
+            && let Some(rate) = drain(&mut report, backend, &settings, baseline, 0, "drain").await?
             && let Some(fresh) = fresh
         {
             println!(
@@ -266,6 +321,7 @@ async fn drain(
     settings: &Settings,
     shape: Shape,
     aged: usize,
+    scenario: &'static str,
 ) -> Result<Option<f64>, Error> {
     let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
         return Ok(None);
@@ -338,7 +394,7 @@ async fn drain(
     }
     figures.extend(cpu.figures(settings.tasks * settings.rounds));
     report.add(Figure {
-        scenario: if aged == 0 { "drain" } else { "aged" },
+        scenario,
         backend: format!("{backend:?}").to_lowercase(),
         setup: match aged {
             0 => shape.describe(),
@@ -350,6 +406,8 @@ async fn drain(
             "processes": shape.processes,
             "workers_per_process": shape.workers,
             "prefetch": shape.prefetch,
+            "owners": shape.owners,
+            "owners_take_turns": shape.turns,
             "retained_completed": aged,
         }),
         figures,
@@ -393,7 +451,7 @@ async fn enqueue_noops(store: &Store, count: usize) -> Result<(), Error> {
     while left > 0 {
         let chunk = left.min(ENQUEUE_CHUNK);
         let mut txn = store.begin_queue().await?;
-        txn.enqueue_many((0..chunk).map(|_| noop_task()).collect())
+        txn.enqueue_many((0..chunk).map(|_| noop_task(Uuid::nil())).collect())
             .await?;
         txn.commit().await?;
         left -= chunk;
@@ -444,7 +502,7 @@ async fn latency(report: &mut Report, backend: Backend) -> Result<(), Error> {
     let mut committed = HashMap::new();
     for _ in 0..LATENCY_TASKS {
         let mut txn = store.begin_queue().await?;
-        let task = txn.enqueue(noop_task()).await?;
+        let task = txn.enqueue(noop_task(Uuid::nil())).await?;
         committed.insert(task.id, unix_micros());
         txn.commit().await?;
         tokio::time::sleep(LATENCY_GAP).await;

@@ -49,6 +49,8 @@ async fn claim_and_complete(store: &Store, node_id: &str) -> Result<usize, queue
                 max: claim_size(store),
                 now: Utc::now(),
                 node_id,
+                take_turns: true,
+                on_node: &[],
             })
             .await?;
         if claimed.is_empty() {

@@ -49,9 +49,9 @@ pub struct NodeReport {
     pub peak_rss_mib: f64,
 }
 
-/// A no-op task, owned by nobody in particular.
-pub fn noop_task() -> NewTask {
-    NewTask::new(NOOP, serde_json::json!({}), Uuid::nil())
+/// A no-op task of `owner`.
+pub fn noop_task(owner: Uuid) -> NewTask {
+    NewTask::new(NOOP, serde_json::json!({}), owner)
 }
 
 /// Now, as Unix microseconds: comparable between the processes of one machine.
@@ -76,12 +76,7 @@ impl TaskExecutor for Noop {
 }
 
 /// The child process's side: run a node until told to stop.
-pub async fn run_node(
-    url: &str,
-    workers: usize,
-    prefetch: Option<usize>,
-    system_id: &str,
-) -> Result<(), Error> {
+pub async fn run_node(url: &str, shape: Shape, system_id: &str) -> Result<(), Error> {
     let db = queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
     let store = Store::new(db);
     let starts = Starts::default();
@@ -94,8 +89,9 @@ pub async fn run_node(
     );
     let config = RuntimeConfig {
         system_id: system_id.to_owned(),
-        workers,
-        prefetch,
+        workers: shape.workers,
+        prefetch: shape.prefetch,
+        owners_take_turns: shape.turns,
         ..RuntimeConfig::default()
     };
     let runtime = Runtime::start(config, store.clone(), registry).await?;
@@ -104,7 +100,11 @@ pub async fn run_node(
     while let Some(line) = commands.next_line().await? {
         match line.split_once(' ') {
             Some(("enqueue", n)) => {
-                let tasks = (0..n.parse::<usize>()?).map(|_| noop_task()).collect();
+                // Owners in turn: 0 (nobody in particular) when there is one.
+                let owner = |i: usize| Uuid::from_u128((i % shape.owners) as u128);
+                let tasks = (0..n.parse::<usize>()?)
+                    .map(|i| noop_task(owner(i)))
+                    .collect();
                 let called_at = unix_micros();
                 let mut txn = store.begin_queue().await?;
                 txn.enqueue_many(tasks).await?;
@@ -147,6 +147,8 @@ impl Nodes {
                     &shape
                         .prefetch
                         .map_or(DEFAULT_PREFETCH.to_owned(), |prefetch| prefetch.to_string()),
+                    &shape.owners.to_string(),
+                    if shape.turns { "turns" } else { "strict" },
                     &format!("bench-{i}"),
                 ])
                 .stdin(Stdio::piped())

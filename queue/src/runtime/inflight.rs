@@ -2,10 +2,13 @@
 //! fired: the worker needs the reason to decide what the cancelled attempt means.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+use crate::task::Task;
 
 /// Why a running task was told to stop. The first reason wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +19,8 @@ pub(crate) enum CancelReason {
     TimedOut,
     /// The claim is gone (abandoned, rescued): discard whatever the worker has.
     LeaseLost,
+    /// It gives its slot to another owner's waiting work (asked by [`RunningTask::ask_to_yield`]).
+    Yield,
 }
 
 /// One running attempt.
@@ -23,11 +28,25 @@ pub(crate) enum CancelReason {
 pub(crate) struct RunningTask {
     pub id: Uuid,
     pub lease_version: i64,
+    /// Whose task it is and its priority, for taking turns (see `super::turns`).
+    pub owner_id: Uuid,
+    pub priority: i32,
     pub token: CancellationToken,
     reason: OnceLock<CancelReason>,
+    yield_asked: AtomicBool,
 }
 
 impl RunningTask {
+    /// Asks the task to give its slot up at its next batch boundary: there, and only there,
+    /// its work stops with [`CancelReason::Yield`] (a task without batches runs on).
+    pub fn ask_to_yield(&self) {
+        self.yield_asked.store(true, Ordering::Relaxed);
+    }
+
+    pub fn yield_asked(&self) -> bool {
+        self.yield_asked.load(Ordering::Relaxed)
+    }
+
     pub fn cancel(&self, reason: CancelReason) {
         let _ = self.reason.set(reason);
         self.token.cancel();
@@ -45,12 +64,26 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    pub fn insert(&self, id: Uuid, lease_version: i64) -> Arc<RunningTask> {
+    /// Starts tracking the attempt of the claim `(task.id, task.lease_version)`.
+    pub fn insert(&self, task: &Task) -> Arc<RunningTask> {
+        self.insert_claim(task.id, task.lease_version, task.owner_id, task.priority)
+    }
+
+    fn insert_claim(
+        &self,
+        id: Uuid,
+        lease_version: i64,
+        owner_id: Uuid,
+        priority: i32,
+    ) -> Arc<RunningTask> {
         let running = Arc::new(RunningTask {
             id,
             lease_version,
+            owner_id,
+            priority,
             token: CancellationToken::new(),
             reason: OnceLock::new(),
+            yield_asked: AtomicBool::new(false),
         });
         self.lock().insert(id, running.clone());
         running
@@ -74,6 +107,11 @@ impl InFlight {
             .collect()
     }
 
+    /// Every running attempt, for taking turns.
+    pub fn running(&self) -> Vec<Arc<RunningTask>> {
+        self.lock().values().cloned().collect()
+    }
+
     /// Cancels the attempt running `id` under `lease_version`, if it still is.
     pub fn cancel(&self, id: Uuid, lease_version: i64, reason: CancelReason) {
         if let Some(running) = self.lock().get(&id)
@@ -87,6 +125,16 @@ impl InFlight {
         for running in self.lock().values() {
             running.cancel(reason);
         }
+    }
+
+    /// A node running tasks of `(owner, priority)`, for tests of taking turns.
+    #[cfg(test)]
+    pub fn running_for_owners(tasks: &[(u128, i32)]) -> Self {
+        let inflight = InFlight::default();
+        for &(owner, priority) in tasks {
+            inflight.insert_claim(Uuid::now_v7(), 1, Uuid::from_u128(owner), priority);
+        }
+        inflight
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<RunningTask>>> {

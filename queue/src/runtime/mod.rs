@@ -22,6 +22,7 @@ mod producer;
 mod pruner;
 mod rescuer;
 mod sqlite_watch;
+mod turns;
 mod wal_writes;
 mod worker;
 
@@ -136,6 +137,12 @@ pub struct RuntimeConfig {
     /// for one to commit, so a person's query has a core (ADR 0033). Default: the machine's
     /// cores ([`batches_while_people_write_default`]); 0 sets no limit.
     pub batches_while_people_write: usize,
+    /// Whether owners take turns for the slots (ADR 0075): within a priority, a claim
+    /// prefers the owners with the fewest tasks on the node, and while others' work waits
+    /// a node full of one owner's batched tasks lets one of them yield its slot at its next
+    /// batch boundary. Off: strictly priority, then age, as a benchmark's baseline. Default
+    /// on.
+    pub owners_take_turns: bool,
     /// RabbitMQ wake-up hints to consume (feature `amqp`): with `Some`, the producer also
     /// wakes for every hint on the durable queue (see [`crate::amqp`]), which lets stores in
     /// other processes wake this node. Default `None`: no broker involved.
@@ -160,6 +167,7 @@ impl Default for RuntimeConfig {
             cancel_grace: CANCEL_GRACE_DEFAULT,
             completion_batch: COMPLETION_BATCH_DEFAULT,
             batches_while_people_write: batches_while_people_write_default(),
+            owners_take_turns: true,
             #[cfg(feature = "amqp")]
             amqp: None,
         }
@@ -297,6 +305,7 @@ impl Runtime {
                 claim_ahead: heartbeat.claim_ahead.clone(),
                 tracker: tracker.clone(),
                 sweep_interval: config.sweep_interval,
+                owners_take_turns: config.owners_take_turns,
                 stop: stop_claiming.clone(),
             }
             .run(),

@@ -21,8 +21,12 @@
 //! one beside it, of this node or another, skips past the rows the first has locked, which
 //! cost the database more than the wait saved (`claim_ahead`). SQLite has one writer, so
 //! a claim ahead there would only hold up the completions.
+//!
+//! Claims tell the database whose tasks the node has, so owners take turns; while every
+//! slot is busy the producer also looks for other owners' waiting work and has a task of
+//! the busiest owner yield its slot (see [`super::turns`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,8 +36,10 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
+use uuid::Uuid;
 
 use super::claim_ahead::ClaimAhead;
+use super::turns;
 use super::worker::Worker;
 use crate::error::QueueError;
 use crate::state::Transition;
@@ -67,6 +73,8 @@ pub(crate) struct Producer {
     pub claim_ahead: ClaimAhead,
     pub tracker: TaskTracker,
     pub sweep_interval: Duration,
+    /// Whether owners take turns (see [`super::turns`]).
+    pub owners_take_turns: bool,
     pub stop: CancellationToken,
 }
 
@@ -81,6 +89,8 @@ impl Producer {
         let mut backlog = false;
         // After a failed claim: no claim before then, while held tasks still start.
         let mut resume_at: Option<Instant> = None;
+        // While every slot is busy: when to look for other owners' waiting work.
+        let mut next_look = Instant::now();
         while !self.stop.is_cancelled() {
             while let Ok(permit) = self.slots.clone().try_acquire_owned() {
                 free.push(permit);
@@ -98,9 +108,11 @@ impl Producer {
                     self.store.clone(),
                     self.worker.node_id.clone(),
                     wanted,
+                    self.owners_take_turns.then(|| self.on_node(&held)),
                 ));
             }
             let want_slot = !held.is_empty() || claims.is_empty();
+            let full = self.owners_take_turns && free.is_empty() && held.is_empty();
             tokio::select! {
                 biased;
                 () = self.stop.cancelled() => break,
@@ -135,6 +147,10 @@ impl Producer {
                     Ok(permit) => free.push(permit),
                     Err(_) => break,
                 },
+                () = sleep_until(next_look), if full => {
+                    self.take_turns().await;
+                    next_look = Instant::now() + turns::LOOK_INTERVAL;
+                }
             }
         }
         // A claim in flight finishes, and its tasks start on the free slots as if it had
@@ -167,6 +183,37 @@ impl Producer {
             let Some(permit) = free.pop() else { break };
             let Some(task) = held.pop_front() else { break };
             self.tracker.spawn(self.worker.clone().run(task, permit));
+        }
+    }
+
+    /// The owners of the tasks this node runs or holds, and how many each: what a claim's
+    /// turns count.
+    fn on_node(&self, held: &VecDeque<Task>) -> Vec<(Uuid, i64)> {
+        let mut owners: HashMap<Uuid, i64> = HashMap::new();
+        let running = self.worker.inflight.running();
+        let owner_ids = running.iter().map(|task| task.owner_id);
+        for owner in owner_ids.chain(held.iter().map(|task| task.owner_id)) {
+            *owners.entry(owner).or_default() += 1;
+        }
+        owners.into_iter().collect()
+    }
+
+    /// With every slot busy: asks running tasks to yield to other owners' waiting work, as
+    /// [`turns::tasks_to_yield`] chooses them.
+    async fn take_turns(&self) {
+        let now = self.store.clock().now();
+        let waiting = match self.store.task_owners_waiting(now).await {
+            Ok(waiting) => waiting,
+            Err(error) => {
+                tracing::warn!(%error, "reading the owners with waiting tasks failed");
+                return;
+            }
+        };
+        let running = self.worker.inflight.running();
+        let chosen = turns::tasks_to_yield(&running, &waiting);
+        for task in running.iter().filter(|task| chosen.contains(&task.id)) {
+            tracing::debug!(task = %task.id, "asked to yield its slot to another owner's work");
+            task.ask_to_yield();
         }
     }
 
@@ -232,14 +279,22 @@ impl Producer {
     }
 }
 
-/// Claims up to `max` due tasks for `node_id`, in the order they should start.
-async fn claim(store: Store, node_id: Arc<str>, max: usize) -> ClaimResult {
+/// Claims up to `max` due tasks for `node_id`, in the order they should start; taking
+/// turns among owners when `on_node` says whose tasks the node has (see [`super::turns`]).
+async fn claim(
+    store: Store,
+    node_id: Arc<str>,
+    max: usize,
+    on_node: Option<Vec<(Uuid, i64)>>,
+) -> ClaimResult {
     let now = store.clock().now();
     let claimed = store
         .task_get_available(TaskGetAvailableParams {
             max: u32::try_from(max).unwrap_or(u32::MAX),
             now,
             node_id: &node_id,
+            take_turns: on_node.is_some(),
+            on_node: on_node.as_deref().unwrap_or_default(),
         })
         .instrument(tracing::debug_span!("claim", asked = max))
         .await;

@@ -84,7 +84,7 @@ impl Worker {
             return Some(finish(transition));
         };
         let (executor, config) = (registered.executor.clone(), registered.config.clone());
-        let running = self.inflight.insert(task.id, task.lease_version);
+        let running = self.inflight.insert(&task);
         let mut ctx = TaskContext::new(
             self.store.clone(),
             task.clone(),
@@ -117,6 +117,7 @@ impl Worker {
             (_, Ok(Err(TaskError::Transient(error)))) => AttemptOutcome::Transient(error),
             (_, Ok(Err(TaskError::Permanent(error)))) => AttemptOutcome::Permanent(error),
             (Some(CancelReason::Shutdown), _) => AttemptOutcome::Interrupted,
+            (Some(CancelReason::Yield), _) => AttemptOutcome::Yielded,
             (Some(CancelReason::TimedOut), _) => AttemptOutcome::TimedOut(config.timeout),
             (None, Ok(Err(TaskError::Cancelled))) => {
                 AttemptOutcome::Transient("the executor cancelled itself".to_owned())

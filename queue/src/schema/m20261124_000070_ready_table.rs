@@ -78,7 +78,7 @@ pub(super) fn postgres_function() -> String {
 /// SQLite's row-level triggers. The one removing the entry of a task that leaves QUEUED
 /// passes over the claim's move to EXECUTING: the claim takes its entries itself, in one
 /// statement (see `dialect::SQLITE_CLAIM`).
-const SQLITE_TRIGGERS: [&str; 4] = [
+pub(super) const SQLITE_TRIGGERS: [&str; 4] = [
     "CREATE TRIGGER queue_task_ready_insert AFTER INSERT ON queue_task \
      WHEN NEW.workflow_status = 'QUEUED' BEGIN \
        INSERT INTO queue_ready (task_id, priority, run_at, component) \

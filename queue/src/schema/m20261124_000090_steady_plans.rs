@@ -72,12 +72,16 @@ pub(super) const ON_DELETE: &str = "DELETE FROM queue_ready WHERE task_id = ANY(
 /// The entries of the tasks that were QUEUED and are not any more, then the upsert of the
 /// queued tasks' entries (as `m20261124_000070_ready_table` keeps them).
 pub(super) fn on_update() -> String {
+    on_update_upserting(ready::POSTGRES_READY_UPSERT)
+}
+
+/// [`on_update`] with `upsert` writing the queued tasks' entries (a later migration's).
+pub(super) fn on_update_upserting(upsert: &str) -> String {
     format!(
         "DELETE FROM queue_ready WHERE task_id = ANY(ARRAY(
                     SELECT o.id FROM old_rows o WHERE o.workflow_status = 'QUEUED'
                     EXCEPT SELECT n.id FROM new_rows n WHERE n.workflow_status = 'QUEUED'));
-                {}",
-        ready::POSTGRES_READY_UPSERT
+                {upsert}"
     )
 }
 

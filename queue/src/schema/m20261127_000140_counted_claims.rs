@@ -103,7 +103,7 @@ pub(super) fn complete(also_set: &str) -> String {
 
 /// The upsert moving the count of `rows` (a CTE of tasks with their component) from status
 /// `from` to status `to`, in the session's shard as the trigger keeps it.
-fn moved_counts(rows: &str, from: &str, to: &str) -> String {
+pub(super) fn moved_counts(rows: &str, from: &str, to: &str) -> String {
     format!(
         "INSERT INTO queue_task_count AS c (component, status, shard, tasks)
              SELECT execution_component_name, moved.status, pg_backend_pid(), moved.delta * COUNT(*)

@@ -72,7 +72,7 @@ fn keeper_trigger(events: &str) -> String {
 /// The statement trigger's last step after an UPDATE: the changed rows whose derived values
 /// differ from the expressions' get the expressions' values, in an UPDATE the trigger
 /// passes over.
-fn set_after_update() -> String {
+pub(super) fn set_after_update() -> String {
     let written = each_column(", ", |name, expression| {
         format!("{name} AS written_{name}, {expression} AS {name}")
     });

@@ -168,6 +168,8 @@ mod tests {
                 max: 1_000,
                 now: Utc::now(),
                 node_id: "announce-node",
+                take_turns: true,
+                on_node: &[],
             })
             .await
             .unwrap();

@@ -1,6 +1,8 @@
 //! What a node does with the tasks it runs: claim them, start them, checkpoint them, and
 //! check that it still holds them. Every write after the claim is guarded by the lease.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Condition, Expr, ExprTrait, IntoIden, Query, TableRef};
 use sea_orm::{
@@ -23,11 +25,22 @@ pub struct TaskGetAvailableParams<'a> {
     pub now: DateTime<Utc>,
     /// Recorded as `scheduled_by_process`.
     pub node_id: &'a str,
+    /// Whether owners take turns (`RuntimeConfig::owners_take_turns`).
+    pub take_turns: bool,
+    /// The owners with tasks on the node (running or held), and how many each: a turn
+    /// counts them.
+    pub on_node: &'a [(Uuid, i64)],
 }
 
 #[derive(FromQueryResult)]
 struct NextRunAt {
     run_at: Option<DateTime<Utc>>,
+}
+
+#[derive(FromQueryResult)]
+struct OwnerWaiting {
+    owner_id: Uuid,
+    priority: Option<i32>,
 }
 
 impl Store {
@@ -45,29 +58,16 @@ impl Store {
         if params.max == 0 {
             return Ok(Vec::new());
         }
+        let statement = self.claim_statement(params);
         let mut started = match self.backend {
             DbBackend::Postgres => {
-                let statement = Statement::from_sql_and_values(
-                    self.backend,
-                    dialect::POSTGRES_CLAIM,
-                    [
-                        params.now.into(),
-                        params.node_id.into(),
-                        i64::from(params.max).into(),
-                    ],
-                );
                 self.run_alone(announce::announcing(statement, self.events().origin()))
                     .await?
             }
-            _ => self.claim_sqlite(params).await?,
+            _ => self.claim_sqlite(statement).await?,
         };
         self.events().publish(&started);
-        // RETURNING gives no order; hand them out in the order they were chosen.
-        started.sort_by(|a, b| {
-            (b.priority.cmp(&a.priority))
-                .then(a.run_at.cmp(&b.run_at))
-                .then(a.id.cmp(&b.id))
-        });
+        in_turn_order(&mut started, params);
         Ok(started)
     }
 
@@ -77,24 +77,54 @@ impl Store {
     /// It commits even when it started nothing: the take may have removed a stale entry
     /// (one whose task was not QUEUED), and a write transaction that changed nothing
     /// commits without writing.
-    async fn claim_sqlite(
-        &self,
-        params: TaskGetAvailableParams<'_>,
-    ) -> Result<Vec<Task>, QueueError> {
+    async fn claim_sqlite(&self, claim: Statement) -> Result<Vec<Task>, QueueError> {
         let txn = self.begin_write().await?;
-        let started = Task::find_by_statement(Statement::from_sql_and_values(
-            self.backend,
-            dialect::SQLITE_CLAIM,
-            [
-                params.now.into(),
-                params.node_id.into(),
-                i64::from(params.max).into(),
-            ],
-        ))
-        .all(&*txn)
-        .await?;
+        let started = Task::find_by_statement(claim).all(&*txn).await?;
         txn.commit().await?;
         Ok(started)
+    }
+
+    /// The owners with due tasks of unpaused components, each with the highest priority of
+    /// those tasks: whose work waits while a node's slots are all busy.
+    pub async fn task_owners_waiting(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, i32)>, QueueError> {
+        let rows = OwnerWaiting::find_by_statement(Statement::from_sql_and_values(
+            self.backend,
+            dialect::owners_waiting(self.backend),
+            [now.into()],
+        ))
+        .all(&self.db)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| Some((row.owner_id, row.priority?)))
+            .collect())
+    }
+
+    /// The claim for this backend, taking turns or not: with turns, the owners' tasks on
+    /// the node go as the backend takes a list (two arrays; one JSON object).
+    fn claim_statement(&self, params: TaskGetAvailableParams<'_>) -> Statement {
+        let mut values = vec![
+            params.now.into(),
+            params.node_id.into(),
+            i64::from(params.max).into(),
+        ];
+        let sql = match (self.backend, params.take_turns) {
+            (DbBackend::Postgres, false) => dialect::POSTGRES_CLAIM,
+            (DbBackend::Postgres, true) => {
+                let (owners, tasks): (Vec<Uuid>, Vec<i64>) = params.on_node.iter().copied().unzip();
+                values.extend([owners.into(), tasks.into()]);
+                dialect::POSTGRES_FAIR_CLAIM
+            }
+            (_, false) => dialect::SQLITE_CLAIM,
+            (_, true) => {
+                values.push(owners_json(params.on_node).into());
+                dialect::SQLITE_FAIR_CLAIM
+            }
+        };
+        Statement::from_sql_and_values(self.backend, sql, values)
     }
 
     /// The earliest `run_at` of a queued task of an unpaused component.
@@ -158,6 +188,46 @@ impl Store {
         }
         Ok(held)
     }
+}
+
+/// Claimed tasks in the order the claim chose them, which RETURNING does not keep: by
+/// priority, then (when owners take turns) turn, then age. A turn is the owner's tasks on
+/// the node plus the task's place among the owner's claimed ones at its priority, as the
+/// claim counts it among the owner's first due ones, of which the claimed are the first.
+fn in_turn_order(tasks: &mut [Task], params: TaskGetAvailableParams<'_>) {
+    tasks.sort_by(|a, b| {
+        (b.priority.cmp(&a.priority))
+            .then(a.run_at.cmp(&b.run_at))
+            .then(a.id.cmp(&b.id))
+    });
+    if !params.take_turns {
+        return;
+    }
+    let mut places: HashMap<(Uuid, i32), i64> = HashMap::new();
+    let turns: HashMap<Uuid, i64> = tasks
+        .iter()
+        .map(|task| {
+            let place = places.entry((task.owner_id, task.priority)).or_default();
+            *place += 1;
+            let on_node = params
+                .on_node
+                .iter()
+                .find(|(owner, _)| *owner == task.owner_id)
+                .map_or(0, |(_, tasks)| *tasks);
+            (task.id, *place + on_node)
+        })
+        .collect();
+    // Stable: equal turns keep their age order.
+    tasks.sort_by_key(|task| (std::cmp::Reverse(task.priority), turns[&task.id]));
+}
+
+/// `{"<hex owner id>": tasks, …}`: the JSON object SQLite's claim reads its owners from.
+fn owners_json(on_node: &[(Uuid, i64)]) -> String {
+    let owners: serde_json::Map<String, serde_json::Value> = on_node
+        .iter()
+        .map(|(owner, tasks)| (owner.simple().to_string(), (*tasks).into()))
+        .collect();
+    serde_json::Value::Object(owners).to_string()
 }
 
 /// What a batch commits besides the executor's own writes.

@@ -37,6 +37,16 @@ use sea_orm::DbBackend;
 /// Parameters: now, node id, max rows.
 pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 
+/// PostgreSQL's claim taking turns among owners: `queue_claim` with two more arguments
+/// (`m20261129_000170_owner_turns`), the owners with tasks on the claiming node and how
+/// many each. While one owner alone has queued tasks it is [`POSTGRES_CLAIM`]; otherwise,
+/// within a priority, each owner's next due task waits its turn: the owner's tasks on the
+/// node plus its place among that owner's (see `Store::task_get_available`, ADR 0075).
+///
+/// Parameters: now, node id, max rows, owner ids, their tasks on the node.
+pub(crate) const POSTGRES_FAIR_CLAIM: &str =
+    "SELECT * FROM queue_claim($1, $2, $3, $4::uuid[], $5::int8[])";
+
 /// PostgreSQL's completion of a batch of claims: `queue_complete`
 /// (`m20261127_000140_counted_claims`) sets what `Transition::Complete` sets on the tasks
 /// still running under the claim's lease, and returns their events' columns. A function,
@@ -70,10 +80,73 @@ macro_rules! sqlite_claimed_entries {
     };
 }
 
-/// [`SQLITE_CLAIM`]'s first statement: starts the tasks of the claimed entries and returns
-/// them. The status test is a guard: an entry whose task is not QUEUED (there should be
-/// none) is taken by the second statement and its task left alone, so a stale entry
-/// cannot block the head of the queue.
+/// The entries of [`SQLITE_FAIR_CLAIM`]: as [`sqlite_claimed_entries`] while one owner
+/// alone has queued tasks (the least and the greatest owner are the same: two probes of
+/// the owner index). Otherwise owners take turns (ADR 0075): every owner with queued tasks
+/// (a skip scan of the owner index, one probe each), those with due tasks, each one's first
+/// due tasks up to its share of the LIMIT (an even share and one more; a list subquery per
+/// owner, whose ids are looked up by primary key), and each such task's turn, its owner's
+/// tasks on the node plus its place among that owner's at its priority; the claim takes
+/// them by priority, then turn, then age. Only those candidates, about the LIMIT, are
+/// sorted, never the whole queue. While one owner alone is queued the owners' list is empty,
+/// so the turns cost two probes. The entries are looked up by the named primary key: with
+/// statistics, SQLite read every entry through the owner index instead and tested each
+/// against the owners' lists, so a claim cost time in proportion to the queue, and a drain
+/// of 20,000 tasks ran at a fiftieth of its rate. Parameters: as [`sqlite_claimed_entries`],
+/// and `?4` the owners' tasks on the node (a JSON object, hex owner id to count).
+macro_rules! sqlite_turns_entries {
+    () => {
+        concat!(
+            "SELECT task_id FROM (",
+            sqlite_claimed_entries!(),
+            ") WHERE (SELECT MIN(owner_id) FROM queue_ready) \
+                  IS (SELECT MAX(owner_id) FROM queue_ready) \
+             UNION ALL \
+             SELECT task_id FROM ( \
+               WITH RECURSIVE queued_owners(owner_id) AS ( \
+                   SELECT (SELECT MIN(owner_id) FROM queue_ready) \
+                   UNION ALL \
+                   SELECT (SELECT next.owner_id FROM queue_ready next \
+                           INDEXED BY idx_queue_ready_owner \
+                           WHERE next.owner_id > o.owner_id ORDER BY next.owner_id LIMIT 1) \
+                   FROM queued_owners o WHERE o.owner_id IS NOT NULL), \
+                 due_owners(owner_id) AS ( \
+                   SELECT o.owner_id FROM queued_owners o \
+                   WHERE o.owner_id IS NOT NULL \
+                     AND (SELECT MIN(owner_id) FROM queue_ready) \
+                         IS NOT (SELECT MAX(owner_id) FROM queue_ready) \
+                     AND EXISTS ( \
+                       SELECT 1 FROM queue_ready first_due INDEXED BY idx_queue_ready_owner \
+                       WHERE first_due.owner_id = o.owner_id AND first_due.run_at <= ?1 \
+                         AND first_due.component NOT IN \
+                             (SELECT component FROM queue_component_pause))), \
+                 share(tasks) AS ( \
+                   SELECT (?3 + COUNT(*) - 1) / MAX(COUNT(*), 1) + 1 FROM due_owners), \
+                 held(owner_id, tasks) AS (SELECT unhex(key), value FROM json_each(?4)), \
+                 turns(task_id, priority, run_at, turn) AS ( \
+                   SELECT entry.task_id, entry.priority, entry.run_at, \
+                       row_number() OVER (PARTITION BY entry.owner_id, entry.priority \
+                                          ORDER BY entry.run_at, entry.task_id) \
+                       + COALESCE((SELECT held.tasks FROM held \
+                                   WHERE held.owner_id = entry.owner_id), 0) \
+                   FROM due_owners o, queue_ready entry INDEXED BY sqlite_autoindex_queue_ready_1 \
+                   WHERE entry.task_id IN ( \
+                       SELECT due.task_id FROM queue_ready due INDEXED BY idx_queue_ready_owner \
+                       WHERE due.owner_id = o.owner_id AND due.run_at <= ?1 \
+                         AND due.component NOT IN (SELECT component FROM queue_component_pause) \
+                       ORDER BY due.priority DESC, due.run_at, due.task_id \
+                       LIMIT (SELECT tasks FROM share))) \
+               SELECT task_id FROM turns \
+               ORDER BY priority DESC, turn, run_at, task_id \
+               LIMIT +?3)"
+        )
+    };
+}
+
+/// [`SQLITE_CLAIM`]'s first statement: starts the tasks of the entries `$entries` claims
+/// and returns them. The status test is a guard: an entry whose task is not QUEUED (there
+/// should be none) is taken by the second statement and its task left alone, so a stale
+/// entry cannot block the head of the queue.
 ///
 /// The UPDATE names the primary key's index, `sqlite_autoindex_queue_task_1` (SQLite's name
 /// for a table's first constraint-made index; were it ever renamed, every claim would fail,
@@ -83,7 +156,7 @@ macro_rules! sqlite_claimed_entries {
 /// reading them all), and kept doing so as the table grew, so the drain ran far slower than
 /// with the index named (ADR 0010).
 macro_rules! sqlite_claim_start {
-    () => {
+    ($($entries:tt)*) => {
         concat!(
             "UPDATE queue_task INDEXED BY sqlite_autoindex_queue_task_1 \
              SET workflow_status = 'EXECUTING', \
@@ -91,7 +164,7 @@ macro_rules! sqlite_claim_start {
                  scheduled_by_process = ?2, modified_date = ?1, modified_by = ?2, \
                  attempt = attempt + 1, lease_version = lease_version + 1 \
              WHERE workflow_status = 'QUEUED' AND id IN (",
-            sqlite_claimed_entries!(),
+            $($entries)*,
             ") RETURNING *"
         )
     };
@@ -104,12 +177,8 @@ macro_rules! sqlite_claim_start {
 /// DELETE in a row-level trigger cost several times what the claim's UPDATE costs without
 /// it (ADR 0006).
 macro_rules! sqlite_claim_take {
-    () => {
-        concat!(
-            "DELETE FROM queue_ready WHERE task_id IN (",
-            sqlite_claimed_entries!(),
-            ")"
-        )
+    ($($entries:tt)*) => {
+        concat!("DELETE FROM queue_ready WHERE task_id IN (", $($entries)*, ")")
     };
 }
 
@@ -127,14 +196,73 @@ macro_rules! sqlite_claim_take {
 /// was a round trip more, and one statement text per count.
 ///
 /// Parameters: now, node id, the most to claim.
-pub(crate) const SQLITE_CLAIM: &str = concat!(sqlite_claim_start!(), "; ", sqlite_claim_take!());
+pub(crate) const SQLITE_CLAIM: &str = concat!(
+    sqlite_claim_start!(sqlite_claimed_entries!()),
+    "; ",
+    sqlite_claim_take!(sqlite_claimed_entries!())
+);
 
-/// [`SQLITE_CLAIM`]'s statements one by one, for their plans.
+/// [`SQLITE_CLAIM`] taking turns among owners (see [`sqlite_turns_entries`]).
+///
+/// Parameters: now, node id, the most to claim, the owners' tasks on the node.
+pub(crate) const SQLITE_FAIR_CLAIM: &str = concat!(
+    sqlite_claim_start!(sqlite_turns_entries!()),
+    "; ",
+    sqlite_claim_take!(sqlite_turns_entries!())
+);
+
+/// The claims' statements one by one, for their plans.
 #[cfg(all(test, feature = "testing"))]
-const SQLITE_CLAIM_STEPS: [(&str, &str); 2] = [
-    ("claim's start", sqlite_claim_start!()),
-    ("claim's take", sqlite_claim_take!()),
+const SQLITE_CLAIM_STEPS: [(&str, &str); 4] = [
+    (
+        "claim's start",
+        sqlite_claim_start!(sqlite_claimed_entries!()),
+    ),
+    (
+        "claim's take",
+        sqlite_claim_take!(sqlite_claimed_entries!()),
+    ),
+    (
+        "fair claim's start",
+        sqlite_claim_start!(sqlite_turns_entries!()),
+    ),
+    (
+        "fair claim's take",
+        sqlite_claim_take!(sqlite_turns_entries!()),
+    ),
 ];
+
+/// The owners with due tasks of unpaused components, each with the highest priority among
+/// them (`NULL` for an owner whose queued tasks are all for later): what a node whose slots
+/// are all busy looks at to let owners take turns (`runtime::turns`). One probe of the owner
+/// index per owner with queued tasks, and one for its first due task.
+///
+/// Parameters: now.
+pub(crate) fn owners_waiting(backend: DbBackend) -> &'static str {
+    macro_rules! owners_waiting {
+        ($owner_index:literal, $now:literal) => {
+            concat!(
+                "WITH RECURSIVE queued_owners(owner_id) AS ( \
+                     SELECT (SELECT first.owner_id FROM queue_ready first ", $owner_index, " \
+                             ORDER BY first.owner_id LIMIT 1) \
+                     UNION ALL \
+                     SELECT (SELECT next.owner_id FROM queue_ready next ", $owner_index, " \
+                             WHERE next.owner_id > o.owner_id ORDER BY next.owner_id LIMIT 1) \
+                     FROM queued_owners o WHERE o.owner_id IS NOT NULL) \
+                 SELECT o.owner_id AS owner_id, \
+                     (SELECT due.priority FROM queue_ready due ", $owner_index, " \
+                      WHERE due.owner_id = o.owner_id AND due.run_at <= ", $now, " \
+                        AND due.component NOT IN (SELECT component FROM queue_component_pause) \
+                      ORDER BY due.priority DESC, due.run_at LIMIT 1) AS priority \
+                 FROM queued_owners o WHERE o.owner_id IS NOT NULL"
+            )
+        };
+    }
+    match backend {
+        DbBackend::Postgres => owners_waiting!("", "$1"),
+        _ => owners_waiting!("INDEXED BY idx_queue_ready_owner", "?1"),
+    }
+}
 
 /// The earliest `run_at` of a queued task of an unpaused component: when the producer, idle,
 /// must look again. `MIN(run_at)` over the queued tasks read every one of them (no index
@@ -202,7 +330,11 @@ mod tests {
         let store = Store::new(db.conn.clone());
         let enqueue = |count: usize| {
             (0..count)
-                .map(|_| NewTask::new("test.plan", serde_json::json!({}), uuid::Uuid::nil()))
+                .map(|n: usize| {
+                    // Three owners, so the claim has turns to take.
+                    let owner = uuid::Uuid::from_u128(n as u128 % 3);
+                    NewTask::new("test.plan", serde_json::json!({}), owner)
+                })
                 .collect()
         };
         store
@@ -234,7 +366,10 @@ mod tests {
             }
             // (name, statement, whether it walks the claim order)
             let claim = super::SQLITE_CLAIM_STEPS.map(|(name, sql)| {
-                let values = [Utc::now().into(), "plan-node".into(), 256_i64.into()];
+                let mut values = vec![Utc::now().into(), "plan-node".into(), 256_i64.into()];
+                if name.starts_with("fair") {
+                    values.push(r#"{"00000000000000000000000000000001": 4}"#.into());
+                }
                 let statement = Statement::from_sql_and_values(DbBackend::Sqlite, sql, values);
                 (name, statement, true)
             });
@@ -251,18 +386,41 @@ mod tests {
             for (name, statement, ordered) in statements {
                 let plan = plan(&db, statement).await;
                 let steps = plan.join("\n");
+                // A claim's second half takes turns among owners, sorting only their first
+                // due tasks; its first half, like every other statement, sorts nothing.
+                let (unsorted, turns) = steps.split_once("UNION ALL").unwrap_or((&steps, ""));
                 assert!(
-                    !ordered
-                        || plan
-                            .iter()
-                            .any(|step| step.contains("USING INDEX idx_queue_ready_claim")),
+                    !ordered || unsorted.contains("USING INDEX idx_queue_ready_claim"),
                     "with statistics {statistics}, the {name} does not walk the claim \
                      index:\n{steps}"
                 );
                 assert!(
-                    !steps.contains("TEMP B-TREE") && !steps.contains("SCAN queue_task"),
-                    "with statistics {statistics}, the {name} sorts the queue or reads every \
-                     task:\n{steps}"
+                    !unsorted.contains("TEMP B-TREE"),
+                    "with statistics {statistics}, the {name} sorts the queue:\n{steps}"
+                );
+                assert!(
+                    turns.is_empty()
+                        || turns.contains("USING COVERING INDEX idx_queue_ready_owner"),
+                    "with statistics {statistics}, the {name} takes turns without the owner \
+                     index:\n{steps}"
+                );
+                // Tasks and entries are only ever looked up, or walked in claim order.
+                let reads_all = plan.iter().find(|step| {
+                    let scanned = step.strip_prefix("SCAN ").unwrap_or_default();
+                    let tables = [
+                        "queue_task",
+                        "queue_ready",
+                        "next",
+                        "entry",
+                        "due",
+                        "first_due",
+                    ];
+                    tables.contains(&scanned.split(' ').next().unwrap_or_default())
+                        && scanned != "queue_ready USING INDEX idx_queue_ready_claim"
+                });
+                assert!(
+                    reads_all.is_none(),
+                    "with statistics {statistics}, the {name} reads every task or entry:\n{steps}"
                 );
             }
         }

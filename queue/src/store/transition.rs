@@ -72,6 +72,8 @@ pub(crate) fn set_transition(
         Transition::HandBack => update
             .col_expr(Column::RunAt, Expr::value(now))
             .col_expr(Column::Attempt, Expr::col(Column::Attempt).sub(1)),
+        // Nor does a yielded one, and the task keeps its place among its owner's.
+        Transition::Yield => update.col_expr(Column::Attempt, Expr::col(Column::Attempt).sub(1)),
         // A fresh budget: the admin decided the cause is fixed. The checkpoint stays, so the
         // work resumes where it stopped.
         Transition::Requeue => update
@@ -147,8 +149,11 @@ impl Store {
                 .update_tasks(&*txn, guarded(update, &finish.transition))
                 .await?
             {
-                // A hand-back gives its attempt back: the claim it ended ran under one more.
-                let claimed = task.attempt + i32::from(finish.transition == Transition::HandBack);
+                // A hand-back or a yield gives its attempt back: the claim it ended ran under
+                // one more.
+                let gave_back =
+                    matches!(finish.transition, Transition::HandBack | Transition::Yield);
+                let claimed = task.attempt + i32::from(gave_back);
                 entries.extend(history::transition_entries(
                     &task,
                     Some(claimed),

@@ -434,6 +434,8 @@ async fn stalled_tasks_are_those_of_dead_nodes_or_without_progress(db: TestDatab
                 max: 1,
                 now: chrono::Utc::now(),
                 node_id,
+                take_turns: true,
+                on_node: &[],
             })
             .await
             .unwrap();

@@ -120,6 +120,8 @@ async fn run_at_is_never_early(db: TestDatabase) {
         max: 10,
         now,
         node_id: "clock-node",
+        take_turns: true,
+        on_node: &[],
     };
     assert!(
         store
@@ -222,6 +224,8 @@ async fn claims_by_priority_then_fifo(db: TestDatabase) {
             max: 2,
             now: Utc::now(),
             node_id: "order-node",
+            take_turns: true,
+            on_node: &[],
         })
         .await
         .unwrap();
@@ -264,6 +268,8 @@ async fn paused_components_are_not_claimed(db: TestDatabase) {
         max: 10,
         now: Utc::now(),
         node_id: "pause-node",
+        take_turns: true,
+        on_node: &[],
     };
     assert!(
         bundle
@@ -405,6 +411,8 @@ async fn postgres_claims_rewrite_tasks_within_their_pages() {
             max: tasks,
             now: Utc::now(),
             node_id: "in-page-node",
+            take_turns: true,
+            on_node: &[],
         })
         .await
         .unwrap();
@@ -449,6 +457,8 @@ async fn postgres_claims_keep_to_the_indexes_after_the_ready_table_was_vacuumed_
         max: 256,
         now: Utc::now(),
         node_id: "steady-node",
+        take_turns: true,
+        on_node: &[],
     };
     // Six claims of an empty queue: five custom plans, then the kept generic one.
     for _ in 0..6 {

@@ -29,6 +29,8 @@ async fn claim(store: &Store, max: u32) -> Vec<Task> {
             max,
             now: Utc::now(),
             node_id: "derived-node",
+            take_turns: true,
+            on_node: &[],
         })
         .await
         .unwrap()

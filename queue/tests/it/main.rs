@@ -17,6 +17,7 @@ mod periodic;
 mod prefetch;
 mod rescue;
 mod statistics;
+mod turns;
 mod wake;
 mod wal_checkpoint;
 

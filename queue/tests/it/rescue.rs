@@ -31,6 +31,8 @@ async fn claim_all(
             max: 100,
             now: Utc::now(),
             node_id: &node.node_id,
+            take_turns: true,
+            on_node: &[],
         })
         .await
         .unwrap()

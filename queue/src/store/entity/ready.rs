@@ -12,6 +12,8 @@ pub struct Model {
     pub priority: i32,
     pub run_at: DateTime<Utc>,
     pub component: String,
+    /// Whose task it is: claims take turns among owners (`m20261129_000170_owner_turns`).
+    pub owner_id: Uuid,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
