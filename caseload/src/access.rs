@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::MAX_BATCH;
-use crate::entity::{person, staff_user};
+use crate::store::entity::{person, staff_user};
 use crate::users::Role;
 
 /// The staff user an operation acts as.

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::email::{Delivery, EmailContent, INTERRUPTED, Mailer, SendStatus};
-use crate::entity::{coach_change, coach_notice as notice, early_alert, person, staff_user};
+use crate::store::entity::{coach_change, coach_notice as notice, early_alert, person, staff_user};
 
 /// The most people a notice names; the rest are counted ("and 1,200 more").
 pub const PEOPLE_LISTED: u64 = 100;

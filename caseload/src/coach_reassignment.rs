@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, check_batch_size};
-use crate::entity::{coach_change as history, person, staff_user};
 use crate::once_per_task::insert_new;
 use crate::person_changes::{lock_and_sort, set_for};
+use crate::store::entity::{coach_change as history, person, staff_user};
 use crate::users::find_by_username;
 
 /// The coach people are moved to, as a task stores it.

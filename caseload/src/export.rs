@@ -17,7 +17,7 @@ use bulkq_types::export::ExportColumn;
 use serde::{Deserialize, Serialize};
 
 use crate::CaseloadError;
-use crate::entity::person;
+use crate::store::entity::person;
 
 /// The row cap when the request names none.
 pub const DEFAULT_ROW_CAP: u64 = 1_000_000;

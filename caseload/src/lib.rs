@@ -2,7 +2,7 @@
 //! staff users who sign in and act on them.
 //!
 //! # Layout
-//! - [`entity`]: SeaORM entities for the caseload tables (created by the `migration` crate).
+//! - [`store`]: the only place caseload's SQL lives, its SeaORM entities included.
 //! - [`users`]: staff users, roles, password checks (argon2), accounts and API tokens.
 //! - [`people_sync`]: people brought in from the school's records and kept in step;
 //!   [`people_import`]: the same from an uploaded CSV file, by a queue task.
@@ -23,7 +23,6 @@ pub mod coach_notices;
 pub mod coach_reassignment;
 pub mod early_alerts;
 pub mod email;
-pub mod entity;
 pub mod error;
 pub mod export;
 mod once_per_task;
@@ -34,6 +33,7 @@ pub mod search;
 pub mod seed;
 pub mod status_change;
 pub mod statuses;
+pub mod store;
 pub mod task_notices;
 pub mod users;
 

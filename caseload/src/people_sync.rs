@@ -19,7 +19,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::entity::{person, program_status, program_status_change as history, staff_user};
+use crate::store::entity::{person, program_status, program_status_change as history, staff_user};
 
 /// Why a status moved when a record brought it in step.
 pub const SYNC_REASON: &str = "kept in step with the school's records";

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, Targets, sort_targets};
-use crate::entity::person;
+use crate::store::entity::person;
 
 /// A person as a change reads it: id, coach and program status.
 pub(crate) type PersonNow = (Uuid, Option<Uuid>, String);

@@ -17,7 +17,7 @@ use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait, Set};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::entity::person;
+use crate::store::entity::person;
 
 /// Rows per INSERT statement: 9 columns × 1,000 stays under SQLite's 32,766-parameter limit.
 const ROWS_PER_STATEMENT: usize = 1_000;

@@ -15,10 +15,10 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
-use crate::entity::{person, program_status_change as history};
 use crate::once_per_task::insert_new;
 use crate::person_changes::{lock_people, set_for};
 use crate::statuses::require_status;
+use crate::store::entity::{person, program_status_change as history};
 use bulkq_types::filter::MAX_STATUS_CODE_LEN;
 use bulkq_types::text::{Lines, control_character_problem};
 

@@ -3,7 +3,7 @@
 use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder};
 
 use crate::CaseloadError;
-use crate::entity::program_status;
+use crate::store::entity::program_status;
 
 /// Every program status, in pick-list order.
 pub async fn list_program_statuses<C: ConnectionTrait>(

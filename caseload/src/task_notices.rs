@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::CaseloadError;
 use crate::actions::summary::{StatusNames, summarize};
 use crate::email::{Delivery, EmailContent, INTERRUPTED, Mailer, SendStatus};
-use crate::entity::{staff_user, task_notice as notice};
+use crate::store::entity::{staff_user, task_notice as notice};
 
 /// The job's name in the scheduler.
 pub const TASK_NOTICE_JOB: &str = "caseload.task_notices";

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use bulkq_types::text::{Lines, control_character_problem};
 
 use crate::CaseloadError;
-use crate::entity::staff_user;
+use crate::store::entity::staff_user;
 use password::{hash_password, unknown_user_hash, verify_password};
 
 pub use bulkq_types::accounts::Role;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, Targets, sort_target_ids};
-use crate::entity::person_watch;
+use crate::store::entity::person_watch;
 
 /// Makes `actor` watch the people `person_ids` names (those within the actor's scope).
 pub async fn watch<C: ConnectionTrait>(

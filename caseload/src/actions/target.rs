@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::Targets;
-use crate::entity::person;
 use crate::search::{CandidatesAhead, count_people_within, people_after_reading_ahead};
+use crate::store::entity::person;
 
 /// The most ids one request may name; larger selections are sent as a query.
 pub const MAX_TARGET_IDS: usize = 10_000;

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::Actor;
-use crate::entity::person;
+use crate::store::entity::person;
 use planner::{
     FilterShape, MATCHES, Plan, SORT_AFTER_FILTER_MAX, choose_plan, condition, match_keys,
     page_query, walk_candidates,

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::sql::{contains, contains_keys, starts_with};
 use super::{PageRequest, validate_filter};
 use crate::CaseloadError;
-use crate::entity::{early_alert, person, person_watch};
+use crate::store::entity::{early_alert, person, person_watch};
 
 /// Up to this many matches, a text-filtered page is sorted after filtering (see
 /// [`search_people`](super::search_people)); beyond it the name index is walked.

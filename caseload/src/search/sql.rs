@@ -5,7 +5,7 @@ use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, Query, SelectStatement
 use sea_orm::{ColumnTrait, Condition, DbBackend, IdenStatic};
 
 use super::planner::SORT_KEY;
-use crate::entity::person;
+use crate::store::entity::person;
 
 /// The text a "contains" search looks in, over `person`'s columns: what the migrations store
 /// in `person_contains` (the FTS5 table on SQLite, where the LIKE rechecks this expression).

@@ -4,7 +4,7 @@ use chrono::Utc;
 use sea_orm::{ConnectionTrait, EntityTrait, Set};
 use uuid::Uuid;
 
-use crate::entity::person;
+use crate::store::entity::person;
 
 /// Inserts `count` people in ACTIVE, coached by `coach`, with addresses `p{n}@example.edu`
 /// (`tag` keeps school ids unique across calls); returns their ids in insertion order.

@@ -19,7 +19,7 @@ use super::{
     password_policy,
 };
 use crate::CaseloadError;
-use crate::entity::staff_user;
+use crate::store::entity::staff_user;
 
 impl TryFrom<staff_user::Model> for Account {
     type Error = CaseloadError;

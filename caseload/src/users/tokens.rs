@@ -19,7 +19,7 @@ use bulkq_types::text::{Lines, control_character_problem};
 
 use super::{StaffUser, find_user};
 use crate::CaseloadError;
-use crate::entity::api_token;
+use crate::store::entity::api_token;
 
 /// What every token starts with, so a leaked one is recognisable (secret scanners, logs).
 pub const TOKEN_PREFIX: &str = "bq_";

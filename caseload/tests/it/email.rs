@@ -5,7 +5,7 @@ use caseload::email::{
     Delivery, EmailContent, MailTransport, Mailer, SmtpRelay, claim_deferred, claim_recipients,
     deferred_count, fail_interrupted, record_outcomes,
 };
-use caseload::entity::{email_send_log as log, person};
+use caseload::store::entity::{email_send_log as log, person};
 use caseload::users::Role;
 use chrono::Utc;
 use migration::Migrator;

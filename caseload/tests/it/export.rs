@@ -1,10 +1,10 @@
 use bulkq_types::export::ExportColumn;
 use bulkq_types::filter::PersonFilter;
 use caseload::CaseloadError;
-use caseload::entity::person;
 use caseload::export::{CsvExport, ExportOptions};
 use caseload::search::people_after;
 use caseload::seed::{SeedOptions, seed_people};
+use caseload::store::entity::person;
 use caseload::users::Role;
 use chrono::Utc;
 use migration::Migrator;

@@ -1,11 +1,11 @@
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
 use caseload::access::Actor;
-use caseload::entity::person;
 use caseload::search::{
     CandidatesAhead, WalkStep, count_people, people_after, people_after_reading_ahead,
     search_people,
 };
+use caseload::store::entity::person;
 use caseload::users::{NewStaffUser, Role, create_user};
 use caseload::watches::watch;
 use chrono::Utc;

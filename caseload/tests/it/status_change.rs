@@ -1,9 +1,9 @@
 use bulkq_types::filter::PersonFilter;
 use caseload::access::Actor;
-use caseload::entity::{person, program_status_change as history};
 use caseload::search::people_after;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::status_change::{StatusChange, change_status};
+use caseload::store::entity::{person, program_status_change as history};
 use caseload::users::Role;
 use caseload::{CaseloadError, MAX_BATCH};
 use chrono::Utc;

@@ -1,7 +1,7 @@
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::PageRequest;
-use caseload::entity::person_watch;
 use caseload::search::search_people;
+use caseload::store::entity::person_watch;
 use caseload::users::Role;
 use caseload::watches::{unwatch, watch};
 use chrono::{SubsecRound, Utc};

@@ -6,7 +6,7 @@
 use axum::http::StatusCode;
 use caseload::access::Actor;
 use caseload::coach_reassignment::reassign;
-use caseload::entity::{coach_change, person};
+use caseload::store::entity::{coach_change, person};
 use caseload::testing::insert_people;
 use caseload::users::Role;
 use chrono::Utc;

@@ -15,11 +15,11 @@ use bulkq_types::requests::{
     CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, StatusChangeRequest, TargetRequest,
 };
 use caseload::actions::{submit, task_report};
-use caseload::entity::email_send_log as send_log;
 use caseload::people_import::preview::preview;
 use caseload::people_import::start::start_import;
 use caseload::people_import::{ImportProgress, ImportSpec};
 use caseload::seed::{SeedOptions, seed_people};
+use caseload::store::entity::email_send_log as send_log;
 use caseload::testing::SmtpServer;
 use caseload::users::{Role, StaffUser};
 use migration::Migrator;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use caseload::entity::program_status_change;
+use caseload::store::entity::program_status_change;
 use caseload::testing::insert_people;
 use migration::Migrator;
 use queue::testing::TestDatabase;

@@ -21,8 +21,8 @@ use crate::actions::summary::StatusNames;
 use crate::actions::target::Target;
 use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
 use crate::actions::{ActionsConfig, export_file};
-use crate::entity::person;
 use crate::export::{CsvExport, DEFAULT_ROW_CAP, ExportOptions, ExportProgress};
+use crate::store::entity::person;
 use crate::users::StaffUser;
 
 pub(crate) struct Export;
