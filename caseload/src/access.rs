@@ -12,13 +12,13 @@
 use std::collections::{HashMap, HashSet};
 
 use bulkq_types::actions::ActionReport;
-use queue::IdListFilter;
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{Condition, ConnectionTrait};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::MAX_BATCH;
-use crate::store::entity::{person, staff_user};
+use crate::store;
+use crate::store::entity::person;
 use crate::users::Role;
 
 /// The staff user an operation acts as.
@@ -32,8 +32,7 @@ impl Actor {
     /// Loads the `run_as` user; a task whose user has since been deleted or disabled may do
     /// nothing.
     pub async fn load<C: ConnectionTrait>(db: &C, user_id: Uuid) -> Result<Self, CaseloadError> {
-        let user = staff_user::Entity::find_by_id(user_id)
-            .one(db)
+        let user = store::users::find(db, user_id)
             .await?
             .ok_or(CaseloadError::UnknownUser(user_id))?;
         if user.disabled_at.is_some() {
@@ -47,12 +46,7 @@ impl Actor {
 
     /// The people this actor may act on, as a condition on `person` (everyone for admins).
     pub fn scope(&self) -> Condition {
-        match self.role {
-            Role::Admin => Condition::all(),
-            Role::Staff => Condition::any()
-                .add(person::Column::CoachId.eq(self.id))
-                .add(person::Column::CoachId.is_null()),
-        }
+        store::people::scope(self)
     }
 
     /// Whether this actor may act on a person with this coach.
@@ -93,9 +87,7 @@ pub async fn load_targets<C: ConnectionTrait>(
     ids: &[Uuid],
 ) -> Result<(Targets, Vec<person::Model>), CaseloadError> {
     check_batch_size(ids)?;
-    let mut found: HashMap<Uuid, person::Model> = person::Entity::find()
-        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
-        .all(db)
+    let mut found: HashMap<Uuid, person::Model> = store::people::with_ids(db, ids)
         .await?
         .into_iter()
         .map(|row| (row.id, row))
@@ -118,17 +110,25 @@ pub async fn sort_target_ids<C: ConnectionTrait>(
     ids: &[Uuid],
 ) -> Result<Targets, CaseloadError> {
     check_batch_size(ids)?;
-    let coaches: HashMap<Uuid, Option<Uuid>> = person::Entity::find()
-        .select_only()
-        .column(person::Column::Id)
-        .column(person::Column::CoachId)
-        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
-        .into_tuple()
-        .all(db)
+    let coaches: HashMap<Uuid, Option<Uuid>> =
+        store::people::coaches(db, ids).await?.into_iter().collect();
+    Ok(sort_targets(actor, ids, &coaches))
+}
+
+/// The people `ids` names, locked as [`store::people::lock`] does (for a change of their
+/// own columns: a status change, a coach reassignment, an early alert), sorted by what
+/// `actor` may do to them, with each one's coach.
+pub(crate) async fn lock_and_sort<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    ids: &[Uuid],
+) -> Result<(Targets, HashMap<Uuid, Option<Uuid>>), CaseloadError> {
+    let coaches: HashMap<Uuid, Option<Uuid>> = store::people::lock(db, ids)
         .await?
         .into_iter()
+        .map(|(id, coach, _)| (id, coach))
         .collect();
-    Ok(sort_targets(actor, ids, &coaches))
+    Ok((sort_targets(actor, ids, &coaches), coaches))
 }
 
 /// Sorts `ids` given the coach of each existing person among them.

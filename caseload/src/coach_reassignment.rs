@@ -7,16 +7,13 @@
 //! moves nobody twice, even if someone has moved those people since.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::Expr;
-use sea_orm::{ConnectionTrait, EntityTrait};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::{Actor, BatchReport, check_batch_size};
-use crate::once_per_task::insert_new;
-use crate::person_changes::{lock_and_sort, set_for};
-use crate::store::entity::{coach_change as history, person, staff_user};
+use crate::access::{Actor, BatchReport, check_batch_size, lock_and_sort};
+use crate::store;
 use crate::users::find_by_username;
 
 /// The coach people are moved to, as a task stores it.
@@ -53,8 +50,7 @@ pub async fn coach_name<C: ConnectionTrait>(
     db: &C,
     id: Uuid,
 ) -> Result<Option<String>, CaseloadError> {
-    Ok(staff_user::Entity::find_by_id(id)
-        .one(db)
+    Ok(store::users::find(db, id)
         .await?
         .map(|user| user.display_name))
 }
@@ -82,15 +78,15 @@ pub async fn reassign<C: ConnectionTrait>(
         .map(|id| (*id, coaches[id]))
         .filter(|(_, from)| *from != Some(to_coach))
         .collect();
-    let moved = record_history(db, task_id, actor, to_coach, &to_move, now).await?;
-    let new_coach = (person::Column::CoachId, Expr::value(to_coach));
-    set_for(db, &moved, new_coach, actor, now).await?;
+    let moved =
+        store::coach_changes::record_once(db, task_id, actor, to_coach, &to_move, now).await?;
+    store::people::set_coach(db, &moved, to_coach, actor, now).await?;
     Ok(BatchReport::for_targets(&targets, moved.len() as u64))
 }
 
 /// Fails unless `coach` is an enabled account.
 async fn require_enabled<C: ConnectionTrait>(db: &C, coach: Uuid) -> Result<(), CaseloadError> {
-    match staff_user::Entity::find_by_id(coach).one(db).await? {
+    match store::users::find(db, coach).await? {
         Some(user) if user.disabled_at.is_none() => Ok(()),
         Some(user) => Err(CaseloadError::Invalid(format!(
             "{:?} was disabled; people cannot be moved to them",
@@ -100,42 +96,4 @@ async fn require_enabled<C: ConnectionTrait>(db: &C, coach: Uuid) -> Result<(), 
             "the new coach's account no longer exists".into(),
         )),
     }
-}
-
-/// Inserts one history row per `(person, from_coach)` unless this task already recorded that
-/// person; returns the people newly recorded.
-async fn record_history<C: ConnectionTrait>(
-    db: &C,
-    task_id: Uuid,
-    actor: &Actor,
-    to_coach: Uuid,
-    people: &[(Uuid, Option<Uuid>)],
-    now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, CaseloadError> {
-    let rows = people.iter().map(|(person_id, from_coach)| {
-        vec![
-            Uuid::now_v7().into(),
-            (*person_id).into(),
-            (*from_coach).into(),
-            to_coach.into(),
-            actor.id.into(),
-            now.into(),
-            task_id.into(),
-        ]
-    });
-    insert_new::<_, history::Entity>(
-        db,
-        &[
-            history::Column::Id,
-            history::Column::PersonId,
-            history::Column::FromCoachId,
-            history::Column::ToCoachId,
-            history::Column::ChangedBy,
-            history::Column::ChangedAt,
-            history::Column::TaskId,
-        ],
-        (history::Column::TaskId, history::Column::PersonId),
-        rows,
-    )
-    .await
 }

@@ -19,10 +19,10 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::CaseloadError;
+use crate::access::lock_and_sort;
 use crate::access::{Actor, BatchReport, check_batch_size};
-use crate::once_per_task::insert_new;
-use crate::person_changes::lock_and_sort;
 use crate::store::entity::{alert_reason, early_alert as alert};
+use crate::store::once_per_task::insert_new;
 use bulkq_types::text::{Lines, control_character_problem};
 
 /// Raises `content`'s alert for the people `person_ids` names, acting as `actor` for task

@@ -37,9 +37,9 @@ pub use mailer::{MailTransport, Mailer, SmtpCredentials, SmtpRelay, SmtpSecurity
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, load_targets};
-use crate::once_per_task::insert_new;
 use crate::search::people_by_ids;
 use crate::store::entity::{email_send_log as log, person};
+use crate::store::once_per_task::insert_new;
 use bulkq_types::text::{Lines, control_character_problem};
 
 /// Sends of one recipient after which a transient failure counts as permanent.

@@ -10,15 +10,12 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
-use sea_orm::sea_query::Expr;
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
-use crate::once_per_task::insert_new;
-use crate::person_changes::{lock_people, set_for};
 use crate::statuses::require_status;
-use crate::store::entity::{person, program_status_change as history};
+use crate::store;
 use bulkq_types::filter::MAX_STATUS_CODE_LEN;
 use bulkq_types::text::{Lines, control_character_problem};
 
@@ -82,7 +79,7 @@ pub async fn change_status<C: ConnectionTrait>(
 ) -> Result<BatchReport, CaseloadError> {
     check_batch_size(person_ids)?;
     change.validate(db).await?;
-    let current = lock_people(db, person_ids).await?;
+    let current = store::people::lock(db, person_ids).await?;
     let coaches: HashMap<Uuid, Option<Uuid>> =
         current.iter().map(|(id, coach, _)| (*id, *coach)).collect();
     let targets = sort_targets(actor, person_ids, &coaches);
@@ -96,56 +93,8 @@ pub async fn change_status<C: ConnectionTrait>(
         .iter()
         .filter_map(|id| from.get(id).map(|status| (*id, *status)))
         .collect();
-    let recorded = record_history(db, task_id, actor, change, &to_change, now).await?;
-    let new_status = Expr::value(change.to_status.as_str());
-    set_for(
-        db,
-        &recorded,
-        (person::Column::ProgramStatus, new_status),
-        actor,
-        now,
-    )
-    .await?;
+    let recorded =
+        store::status_changes::record_once(db, task_id, actor, change, &to_change, now).await?;
+    store::people::set_program_status(db, &recorded, &change.to_status, actor, now).await?;
     Ok(BatchReport::for_targets(&targets, recorded.len() as u64))
-}
-
-/// Inserts one history row per `(person, from_status)` unless this task already recorded that
-/// person; returns the people newly recorded.
-async fn record_history<C: ConnectionTrait>(
-    db: &C,
-    task_id: Uuid,
-    actor: &Actor,
-    change: &StatusChange,
-    people: &[(Uuid, &str)],
-    now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, CaseloadError> {
-    let reason = change.reason.trim();
-    let rows = people.iter().map(|(person_id, from_status)| {
-        vec![
-            Uuid::now_v7().into(),
-            (*person_id).into(),
-            (*from_status).into(),
-            change.to_status.as_str().into(),
-            reason.into(),
-            actor.id.into(),
-            now.into(),
-            task_id.into(),
-        ]
-    });
-    insert_new::<_, history::Entity>(
-        db,
-        &[
-            history::Column::Id,
-            history::Column::PersonId,
-            history::Column::FromStatus,
-            history::Column::ToStatus,
-            history::Column::Reason,
-            history::Column::ChangedBy,
-            history::Column::ChangedAt,
-            history::Column::TaskId,
-        ],
-        (history::Column::TaskId, history::Column::PersonId),
-        rows,
-    )
-    .await
 }

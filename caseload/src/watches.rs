@@ -4,13 +4,12 @@
 //! is counted as unchanged, never an error, so a batch may run any number of times.
 
 use chrono::{DateTime, Utc};
-use queue::{IdListFilter, id_rows};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement};
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, Targets, sort_target_ids};
-use crate::store::entity::person_watch;
+use crate::store;
 
 /// Makes `actor` watch the people `person_ids` names (those within the actor's scope).
 pub async fn watch<C: ConnectionTrait>(
@@ -34,24 +33,7 @@ pub async fn watch_targets<C: ConnectionTrait>(
     if targets.allowed.is_empty() {
         return Ok(BatchReport::for_targets(targets, 0));
     }
-    let backend = db.get_database_backend();
-    let (ids, id_list) = id_rows(backend, 3, targets.allowed.iter().copied());
-    let (actor_id, created_at) = match backend {
-        DbBackend::Postgres => ("$1", "$2"),
-        _ => ("?", "?"),
-    };
-    // One statement for every batch size (ADR 0014); `WHERE true` tells SQLite's parser
-    // that `ON CONFLICT` is the upsert, not a join's `ON`.
-    let insert = Statement::from_sql_and_values(
-        backend,
-        format!(
-            "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
-             SELECT {actor_id}, ids.id, {created_at} FROM {ids} WHERE true \
-             ON CONFLICT (staff_user_id, person_id) DO NOTHING"
-        ),
-        [actor.id.into(), now.into(), id_list],
-    );
-    let inserted = db.execute_raw(insert).await?.rows_affected();
+    let inserted = store::watches::insert(db, actor.id, &targets.allowed, now).await?;
     Ok(BatchReport::for_targets(targets, inserted))
 }
 
@@ -76,14 +58,6 @@ pub async fn unwatch_targets<C: ConnectionTrait>(
     actor: &Actor,
     targets: &Targets,
 ) -> Result<BatchReport, CaseloadError> {
-    let deleted = person_watch::Entity::delete_many()
-        .filter(person_watch::Column::StaffUserId.eq(actor.id))
-        .filter(
-            person_watch::Column::PersonId
-                .in_id_list(db.get_database_backend(), targets.allowed.iter().copied()),
-        )
-        .exec(db)
-        .await?
-        .rows_affected;
+    let deleted = store::watches::delete(db, actor.id, &targets.allowed).await?;
     Ok(BatchReport::for_targets(targets, deleted))
 }

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::Actor;
+use crate::store;
 use crate::store::entity::person;
 use planner::{
     FilterShape, MATCHES, Plan, SORT_AFTER_FILTER_MAX, choose_plan, condition, match_keys,
@@ -335,11 +336,7 @@ pub async fn people_by_ids<C: ConnectionTrait>(
     ids: &[Uuid],
 ) -> Result<Vec<person::Model>, CaseloadError> {
     crate::access::check_batch_size(ids)?;
-    Ok(person::Entity::find()
-        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
-        .order_by_asc(person::Column::Id)
-        .all(db)
-        .await?)
+    store::people::with_ids_by_id(db, ids).await
 }
 
 async fn count_matching<C: ConnectionTrait>(
@@ -403,10 +400,7 @@ async fn people_in_order<C: ConnectionTrait>(
     db: &C,
     ids: &[Uuid],
 ) -> Result<Vec<person::Model>, CaseloadError> {
-    let mut people = person::Entity::find()
-        .filter(person::Column::Id.in_id_list(db.get_database_backend(), ids.iter().copied()))
-        .all(db)
-        .await?;
+    let mut people = store::people::with_ids(db, ids).await?;
     people.sort_by_key(|person| ids.iter().position(|id| *id == person.id));
     Ok(people)
 }

@@ -1,0 +1,55 @@
+//! The `person_watch` rows: a staff user's personal bookmarks on people.
+
+use chrono::{DateTime, Utc};
+use queue::{IdListFilter, id_rows};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement};
+use uuid::Uuid;
+
+use super::entity::person_watch;
+use crate::CaseloadError;
+
+/// Makes `staff_user_id` watch the people `person_ids` (known to exist) as of `now`; returns
+/// how many were not watched before.
+pub(crate) async fn insert<C: ConnectionTrait>(
+    db: &C,
+    staff_user_id: Uuid,
+    person_ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<u64, CaseloadError> {
+    let backend = db.get_database_backend();
+    let (ids, id_list) = id_rows(backend, 3, person_ids.iter().copied());
+    let (actor_id, created_at) = match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    };
+    // One statement for every batch size (ADR 0014); `WHERE true` tells SQLite's parser
+    // that `ON CONFLICT` is the upsert, not a join's `ON`.
+    let insert = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
+             SELECT {actor_id}, ids.id, {created_at} FROM {ids} WHERE true \
+             ON CONFLICT (staff_user_id, person_id) DO NOTHING"
+        ),
+        [staff_user_id.into(), now.into(), id_list],
+    );
+    Ok(db.execute_raw(insert).await?.rows_affected())
+}
+
+/// Makes `staff_user_id` stop watching the people `person_ids`; returns how many were
+/// watched.
+pub(crate) async fn delete<C: ConnectionTrait>(
+    db: &C,
+    staff_user_id: Uuid,
+    person_ids: &[Uuid],
+) -> Result<u64, CaseloadError> {
+    Ok(person_watch::Entity::delete_many()
+        .filter(person_watch::Column::StaffUserId.eq(staff_user_id))
+        .filter(
+            person_watch::Column::PersonId
+                .in_id_list(db.get_database_backend(), person_ids.iter().copied()),
+        )
+        .exec(db)
+        .await?
+        .rows_affected)
+}
