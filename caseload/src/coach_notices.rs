@@ -15,16 +15,12 @@
 
 use bulkq_types::words::plural;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait, IntoColumnRef, IntoTableRef, Query, SelectStatement};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
-};
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::email::{Delivery, EmailContent, INTERRUPTED, Mailer, SendStatus};
-use crate::store::entity::{coach_change, coach_notice as notice, early_alert, person, staff_user};
+use crate::email::{Delivery, EmailContent, Mailer, SendStatus};
+use crate::store;
 
 /// The most people a notice names; the rest are counted ("and 1,200 more").
 pub const PEOPLE_LISTED: u64 = 100;
@@ -42,31 +38,6 @@ pub enum News {
 }
 
 impl News {
-    /// The `(coach, person)` pairs of task `task_id`'s changes.
-    fn pairs(self, task_id: Uuid) -> SelectStatement {
-        let (table, coach, person, task) = match self {
-            News::EarlyAlerts => (
-                early_alert::Entity.into_table_ref(),
-                early_alert::Column::CoachId.into_column_ref(),
-                early_alert::Column::PersonId.into_column_ref(),
-                early_alert::Column::TaskId.into_column_ref(),
-            ),
-            News::NewPeople => (
-                coach_change::Entity.into_table_ref(),
-                coach_change::Column::ToCoachId.into_column_ref(),
-                coach_change::Column::PersonId.into_column_ref(),
-                coach_change::Column::TaskId.into_column_ref(),
-            ),
-        };
-        Query::select()
-            .expr_as(Expr::col(coach.clone()), "coach_id")
-            .expr_as(Expr::col(person), "person_id")
-            .from(table)
-            .and_where(Expr::col(task).eq(task_id))
-            .and_where(Expr::col(coach).is_not_null())
-            .to_owned()
-    }
-
     fn subject(self, people: u64) -> String {
         let people = plural(people, "person", "people");
         match self {
@@ -108,18 +79,7 @@ pub async fn fail_interrupted<C: ConnectionTrait>(
     task_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<u64, CaseloadError> {
-    Ok(notice::Entity::update_many()
-        .col_expr(
-            notice::Column::Status,
-            Expr::value(SendStatus::Failed.as_str()),
-        )
-        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
-        .col_expr(notice::Column::UpdatedAt, Expr::value(now))
-        .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
-        .exec(db)
-        .await?
-        .rows_affected)
+    store::coach_notices::fail_interrupted(db, task_id, now).await
 }
 
 /// Claims up to [`COACHES_PER_CLAIM`] coaches of task `task_id`'s `news` not yet told (or
@@ -131,70 +91,15 @@ pub async fn claim<C: ConnectionTrait>(
     deferred_before: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Coach>, CaseloadError> {
-    let untold = Query::select()
-        .distinct()
-        .column("coach_id")
-        .from_subquery(news.pairs(task_id), "pairs")
-        .and_where(
-            Expr::col("coach_id").not_in_subquery(
-                Query::select()
-                    .column(notice::Column::CoachId)
-                    .from(notice::Entity)
-                    .and_where(notice::Column::TaskId.eq(task_id))
-                    .to_owned(),
-            ),
-        )
-        .order_by("coach_id", sea_orm::Order::Asc)
-        .limit(COACHES_PER_CLAIM)
-        .to_owned();
-    let mut ids: Vec<Uuid> = Vec::new();
-    for row in db.query_all(&untold).await? {
-        ids.push(row.try_get("", "coach_id")?);
-    }
-    for id in &ids {
-        let row = notice::ActiveModel {
-            task_id: sea_orm::Set(task_id),
-            coach_id: sea_orm::Set(*id),
-            status: sea_orm::Set(SendStatus::Sending.as_str().into()),
-            attempts: sea_orm::Set(1),
-            detail: sea_orm::Set(None),
-            updated_at: sea_orm::Set(now),
-        };
-        notice::Entity::insert(row)
-            .exec_without_returning(db)
-            .await?;
-    }
+    let mut ids =
+        store::coach_notices::claim_untold(db, task_id, news, COACHES_PER_CLAIM, now).await?;
     let room = COACHES_PER_CLAIM.saturating_sub(ids.len() as u64);
-    let retry: Vec<Uuid> = notice::Entity::find()
-        .select_only()
-        .column(notice::Column::CoachId)
-        .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::Status.eq(SendStatus::Deferred.as_str()))
-        .filter(notice::Column::UpdatedAt.lt(deferred_before))
-        .limit(room)
-        .into_tuple()
-        .all(db)
-        .await?;
-    for id in &retry {
-        notice::Entity::update_many()
-            .col_expr(
-                notice::Column::Status,
-                Expr::value(SendStatus::Sending.as_str()),
-            )
-            .col_expr(
-                notice::Column::Attempts,
-                Expr::col(notice::Column::Attempts).add(1),
-            )
-            .col_expr(notice::Column::UpdatedAt, Expr::value(now))
-            .filter(notice::Column::TaskId.eq(task_id))
-            .filter(notice::Column::CoachId.eq(*id))
-            .exec(db)
-            .await?;
-    }
+    let retry =
+        store::coach_notices::claim_deferred(db, task_id, deferred_before, room, now).await?;
     ids.extend(retry);
     let mut coaches = Vec::with_capacity(ids.len());
     for id in ids {
-        let user = staff_user::Entity::find_by_id(id).one(db).await?;
+        let user = store::users::find(db, id).await?;
         coaches.push(Coach {
             id,
             name: user
@@ -206,13 +111,6 @@ pub async fn claim<C: ConnectionTrait>(
     Ok(coaches)
 }
 
-#[derive(Debug, FromQueryResult)]
-struct Listed {
-    school_id: String,
-    first_name: String,
-    last_name: String,
-}
-
 /// The message telling `coach` of their people in task `task_id`'s `news`: how many, the
 /// first [`PEOPLE_LISTED`] by name, then `details` (the alert's course and reasons).
 pub async fn message<C: ConnectionTrait>(
@@ -222,24 +120,8 @@ pub async fn message<C: ConnectionTrait>(
     coach: Uuid,
     details: &str,
 ) -> Result<EmailContent, CaseloadError> {
-    let theirs = Query::select()
-        .column("person_id")
-        .from_subquery(news.pairs(task_id), "pairs")
-        .and_where(Expr::col("coach_id").eq(coach))
-        .to_owned();
-    let people = person::Entity::find().filter(person::Column::Id.in_subquery(theirs));
-    let count = people.clone().count(db).await?;
-    let listed = people
-        .select_only()
-        .column(person::Column::SchoolId)
-        .column(person::Column::FirstName)
-        .column(person::Column::LastName)
-        .order_by_asc(person::Column::LastName)
-        .order_by_asc(person::Column::FirstName)
-        .limit(PEOPLE_LISTED)
-        .into_model::<Listed>()
-        .all(db)
-        .await?;
+    let (count, listed) =
+        store::coach_notices::people_told(db, task_id, news, coach, PEOPLE_LISTED).await?;
     let mut body = news.opening(count);
     body.push_str("\n\n");
     for person in &listed {
@@ -287,18 +169,7 @@ pub async fn record<C: ConnectionTrait>(
         ),
         Some(delivery) => delivery.outcome(),
     };
-    let rows = notice::Entity::update_many()
-        .col_expr(
-            notice::Column::Status,
-            status.recorded(notice::Column::Attempts),
-        )
-        .col_expr(notice::Column::Detail, Expr::value(detail))
-        .col_expr(notice::Column::UpdatedAt, Expr::value(now))
-        .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::CoachId.eq(coach))
-        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
-        .exec_with_returning(db)
-        .await?;
+    let rows = store::coach_notices::record(db, task_id, coach, (status, detail), now).await?;
     let mut told = Told::default();
     for row in rows {
         if row.status == SendStatus::Sent.as_str() {

@@ -10,19 +10,13 @@ use std::collections::HashMap;
 
 use bulkq_types::alerts::{AlertContent, AlertReason, EarlyAlert, MAX_REASON_NAME_LEN};
 use chrono::{DateTime, Utc};
-use queue::IdListFilter;
-use sea_orm::sea_query::{Expr, ExprTrait, Func};
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set,
-};
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::lock_and_sort;
-use crate::access::{Actor, BatchReport, check_batch_size};
-use crate::store::entity::{alert_reason, early_alert as alert};
-use crate::store::once_per_task::insert_new;
+use crate::access::{Actor, BatchReport, check_batch_size, lock_and_sort};
+use crate::store;
+use crate::store::entity::early_alert as alert;
 use bulkq_types::text::{Lines, control_character_problem};
 
 /// Raises `content`'s alert for the people `person_ids` names, acting as `actor` for task
@@ -38,39 +32,12 @@ pub async fn raise<C: ConnectionTrait>(
 ) -> Result<BatchReport, CaseloadError> {
     check_batch_size(person_ids)?;
     let (targets, coaches) = lock_and_sort(db, actor, person_ids).await?;
-    let reasons = content.reasons.join(",");
-    let rows = targets.allowed.iter().map(|person_id| {
-        vec![
-            Uuid::now_v7().into(),
-            (*person_id).into(),
-            task_id.into(),
-            coaches[person_id].into(),
-            content.course.trim().into(),
-            reasons.as_str().into(),
-            content.suggestion.trim().into(),
-            content.comment.trim().into(),
-            actor.id.into(),
-            now.into(),
-        ]
-    });
-    let raised = insert_new::<_, alert::Entity>(
-        db,
-        &[
-            alert::Column::Id,
-            alert::Column::PersonId,
-            alert::Column::TaskId,
-            alert::Column::CoachId,
-            alert::Column::Course,
-            alert::Column::Reasons,
-            alert::Column::Suggestion,
-            alert::Column::Comment,
-            alert::Column::RaisedBy,
-            alert::Column::RaisedAt,
-        ],
-        (alert::Column::TaskId, alert::Column::PersonId),
-        rows,
-    )
-    .await?;
+    let people: Vec<(Uuid, Option<Uuid>)> = targets
+        .allowed
+        .iter()
+        .map(|person_id| (*person_id, coaches[person_id]))
+        .collect();
+    let raised = store::alerts::raise_once(db, task_id, actor, content, &people, now).await?;
     Ok(BatchReport::for_targets(&targets, raised.len() as u64))
 }
 
@@ -82,8 +49,7 @@ pub async fn close<C: ConnectionTrait>(
     alert_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<EarlyAlert, CaseloadError> {
-    let row = alert::Entity::find_by_id(alert_id)
-        .one(db)
+    let row = store::alerts::find(db, alert_id)
         .await?
         .ok_or(CaseloadError::NotFound)?;
     let (targets, _) = lock_and_sort(db, actor, &[row.person_id]).await?;
@@ -91,16 +57,9 @@ pub async fn close<C: ConnectionTrait>(
         return Err(CaseloadError::NotFound);
     }
     if row.closed_at.is_none() {
-        alert::Entity::update_many()
-            .col_expr(alert::Column::ClosedAt, Expr::value(now))
-            .col_expr(alert::Column::ClosedBy, Expr::value(actor.id))
-            .filter(alert::Column::Id.eq(alert_id))
-            .filter(alert::Column::ClosedAt.is_null())
-            .exec(db)
-            .await?;
+        store::alerts::close(db, alert_id, actor.id, now).await?;
     }
-    let row = alert::Entity::find_by_id(alert_id)
-        .one(db)
+    let row = store::alerts::find(db, alert_id)
         .await?
         .ok_or(CaseloadError::NotFound)?;
     Ok(view(row, &reasons(db, true).await?))
@@ -112,12 +71,7 @@ pub async fn alerts_of<C: ConnectionTrait>(
     person_id: Uuid,
 ) -> Result<Vec<EarlyAlert>, CaseloadError> {
     let names = reasons(db, true).await?;
-    Ok(alert::Entity::find()
-        .filter(alert::Column::PersonId.eq(person_id))
-        .order_by_asc(Expr::col(alert::Column::ClosedAt).is_not_null())
-        .order_by_desc(alert::Column::RaisedAt)
-        .limit(500)
-        .all(db)
+    Ok(store::alerts::of_person(db, person_id)
         .await?
         .into_iter()
         .map(|row| view(row, &names))
@@ -132,19 +86,7 @@ pub async fn open_counts<C: ConnectionTrait>(
     if person_ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let counts: Vec<(Uuid, i64)> = alert::Entity::find()
-        .select_only()
-        .column(alert::Column::PersonId)
-        .expr_as(Func::count(Expr::col(alert::Column::Id)), "open")
-        .filter(
-            alert::Column::PersonId
-                .in_id_list(db.get_database_backend(), person_ids.iter().copied()),
-        )
-        .filter(alert::Column::ClosedAt.is_null())
-        .group_by(alert::Column::PersonId)
-        .into_tuple()
-        .all(db)
-        .await?;
+    let counts = store::alerts::open_counts(db, person_ids).await?;
     Ok(counts
         .into_iter()
         .map(|(id, open)| (id, u32::try_from(open).unwrap_or(u32::MAX)))
@@ -187,14 +129,7 @@ pub async fn reasons<C: ConnectionTrait>(
     db: &C,
     with_retired: bool,
 ) -> Result<Vec<AlertReason>, CaseloadError> {
-    let mut query = alert_reason::Entity::find()
-        .order_by_asc(alert_reason::Column::SortOrder)
-        .order_by_asc(alert_reason::Column::Code);
-    if !with_retired {
-        query = query.filter(alert_reason::Column::RetiredAt.is_null());
-    }
-    Ok(query
-        .all(db)
+    Ok(store::alert_reasons::list(db, with_retired)
         .await?
         .into_iter()
         .map(|row| AlertReason {
@@ -247,42 +182,15 @@ pub async fn add_reason<C: ConnectionTrait>(
             "name: a reason needs at least one letter or digit".into(),
         ));
     }
-    match alert_reason::Entity::find_by_id(code.clone())
-        .one(db)
-        .await?
-    {
+    match store::alert_reasons::find(db, code.clone()).await? {
         Some(row) if row.retired_at.is_none() => {
             return Err(CaseloadError::Invalid(format!(
                 "name: the reason {:?} exists already",
                 row.name
             )));
         }
-        Some(row) => {
-            let mut row: alert_reason::ActiveModel = row.into();
-            row.name = Set(name.to_owned());
-            row.retired_at = Set(None);
-            row.update(db).await?;
-        }
-        None => {
-            let last: Option<i32> = alert_reason::Entity::find()
-                .select_only()
-                .expr_as(
-                    Func::max(Expr::col(alert_reason::Column::SortOrder)),
-                    "last",
-                )
-                .into_tuple()
-                .one(db)
-                .await?
-                .flatten();
-            alert_reason::ActiveModel {
-                code: Set(code.clone()),
-                name: Set(name.to_owned()),
-                sort_order: Set(last.map_or(0, |last| last + 1)),
-                retired_at: Set(None),
-            }
-            .insert(db)
-            .await?;
-        }
+        Some(row) => store::alert_reasons::bring_back(db, row, name).await?,
+        None => store::alert_reasons::insert(db, code.clone(), name).await?,
     }
     Ok(AlertReason {
         code,
@@ -297,14 +205,7 @@ pub async fn retire_reason<C: ConnectionTrait>(
     code: &str,
     now: DateTime<Utc>,
 ) -> Result<(), CaseloadError> {
-    let changed = alert_reason::Entity::update_many()
-        .col_expr(alert_reason::Column::RetiredAt, Expr::value(now))
-        .filter(alert_reason::Column::Code.eq(code))
-        .filter(alert_reason::Column::RetiredAt.is_null())
-        .exec(db)
-        .await?
-        .rows_affected;
-    match changed {
+    match store::alert_reasons::retire(db, code, now).await? {
         0 => Err(CaseloadError::NotFound),
         _ => Ok(()),
     }

@@ -27,9 +27,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use lettre::message::Mailbox;
-use queue::IdListFilter;
-use sea_orm::sea_query::{Expr, ExprTrait, IntoColumnRef, SimpleExpr};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -38,8 +36,8 @@ pub use mailer::{MailTransport, Mailer, SmtpCredentials, SmtpRelay, SmtpSecurity
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, load_targets};
 use crate::search::people_by_ids;
-use crate::store::entity::{email_send_log as log, person};
-use crate::store::once_per_task::insert_new;
+use crate::store;
+use crate::store::entity::person;
 use bulkq_types::text::{Lines, control_character_problem};
 
 /// Sends of one recipient after which a transient failure counts as permanent.
@@ -84,21 +82,6 @@ impl SendStatus {
             SendStatus::Deferred => "deferred",
             SendStatus::Failed => "failed",
             SendStatus::NoAddress => "no_address",
-        }
-    }
-
-    /// The value to record for a message that ended in this status, in a log whose row
-    /// counts its tries in `attempts`: a deferral with no tries left ([`MAX_SEND_ATTEMPTS`])
-    /// becomes a failure, decided in SQL from the row's own count.
-    pub(crate) fn recorded(self, attempts: impl IntoColumnRef) -> SimpleExpr {
-        match self {
-            SendStatus::Deferred => Expr::case(
-                Expr::col(attempts).gte(MAX_SEND_ATTEMPTS),
-                SendStatus::Failed.as_str(),
-            )
-            .finally(SendStatus::Deferred.as_str())
-            .into(),
-            other => Expr::value(other.as_str()),
         }
     }
 }
@@ -238,7 +221,7 @@ pub async fn claim_recipients<C: ConnectionTrait>(
     let (targets, people) = load_targets(db, actor, person_ids).await?;
     let (with_address, without): (Vec<_>, Vec<_>) =
         people.into_iter().partition(|p| p.email.is_some());
-    let claimed = insert_claims(db, task_id, &with_address, now).await?;
+    let claimed = store::email_log::claim(db, task_id, &with_address, now).await?;
     let recipients: Vec<Recipient> = with_address
         .into_iter()
         .filter(|p| claimed.contains(&p.id))
@@ -264,42 +247,12 @@ pub async fn claim_deferred<C: ConnectionTrait>(
     limit: u64,
     now: DateTime<Utc>,
 ) -> Result<Vec<Recipient>, CaseloadError> {
-    let ids: Vec<Uuid> = log::Entity::find()
-        .select_only()
-        .column(log::Column::PersonId)
-        .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::Status.eq(SendStatus::Deferred.as_str()))
-        .filter(log::Column::UpdatedAt.lt(deferred_before))
-        .limit(limit)
-        .into_tuple()
-        .all(db)
-        .await?;
+    let ids = store::email_log::claim_deferred(db, task_id, deferred_before, limit, now).await?;
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    log::Entity::update_many()
-        .col_expr(
-            log::Column::Status,
-            Expr::value(SendStatus::Sending.as_str()),
-        )
-        .col_expr(
-            log::Column::Attempts,
-            Expr::col(log::Column::Attempts).add(1),
-        )
-        .col_expr(log::Column::UpdatedAt, Expr::value(now))
-        .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::PersonId.in_id_list(db.get_database_backend(), ids.iter().copied()))
-        .exec(db)
-        .await?;
     // The address is the one claimed first, so a retry goes where the first try went.
-    let addresses: HashMap<Uuid, String> = log::Entity::find()
-        .select_only()
-        .column(log::Column::PersonId)
-        .column(log::Column::Recipient)
-        .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::PersonId.in_id_list(db.get_database_backend(), ids.iter().copied()))
-        .into_tuple()
-        .all(db)
+    let addresses: HashMap<Uuid, String> = store::email_log::addresses(db, task_id, &ids)
         .await?
         .into_iter()
         .collect();
@@ -324,18 +277,7 @@ pub async fn fail_interrupted<C: ConnectionTrait>(
     task_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<u64, CaseloadError> {
-    Ok(log::Entity::update_many()
-        .col_expr(
-            log::Column::Status,
-            Expr::value(SendStatus::Failed.as_str()),
-        )
-        .col_expr(log::Column::Detail, Expr::value(INTERRUPTED))
-        .col_expr(log::Column::UpdatedAt, Expr::value(now))
-        .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
-        .exec(db)
-        .await?
-        .rows_affected)
+    store::email_log::fail_interrupted(db, task_id, now).await
 }
 
 /// How many recipients of a batch ended in each state.
@@ -361,32 +303,15 @@ pub async fn record_outcomes<C: ConnectionTrait>(
         .map(|(id, _)| *id)
         .collect();
     if !sent.is_empty() {
-        outcomes.sent = log::Entity::update_many()
-            .col_expr(log::Column::Status, Expr::value(SendStatus::Sent.as_str()))
-            .col_expr(log::Column::Detail, Expr::value(Option::<String>::None))
-            .col_expr(log::Column::UpdatedAt, Expr::value(now))
-            .col_expr(log::Column::SentAt, Expr::value(now))
-            .filter(log::Column::TaskId.eq(task_id))
-            .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
-            .filter(log::Column::PersonId.in_id_list(db.get_database_backend(), sent))
-            .exec(db)
-            .await?
-            .rows_affected;
+        outcomes.sent = store::email_log::record_sent(db, task_id, sent, now).await?;
     }
     // Failures are rare and each has its own detail: one UPDATE each.
     for (person_id, delivery) in deliveries {
         let (status, Some(detail)) = delivery.outcome() else {
             continue;
         };
-        let changed = log::Entity::update_many()
-            .col_expr(log::Column::Status, status.recorded(log::Column::Attempts))
-            .col_expr(log::Column::Detail, Expr::value(detail))
-            .col_expr(log::Column::UpdatedAt, Expr::value(now))
-            .filter(log::Column::TaskId.eq(task_id))
-            .filter(log::Column::PersonId.eq(*person_id))
-            .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
-            .exec_with_returning(db)
-            .await?;
+        let changed =
+            store::email_log::record_unsent(db, task_id, *person_id, (status, detail), now).await?;
         for row in changed {
             if row.status == SendStatus::Deferred.as_str() {
                 outcomes.deferred += 1;
@@ -403,44 +328,7 @@ pub async fn deferred_count<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
 ) -> Result<u64, CaseloadError> {
-    use sea_orm::PaginatorTrait;
-    Ok(log::Entity::find()
-        .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::Status.eq(SendStatus::Deferred.as_str()))
-        .count(db)
-        .await?)
-}
-
-async fn insert_claims<C: ConnectionTrait>(
-    db: &C,
-    task_id: Uuid,
-    people: &[person::Model],
-    now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, CaseloadError> {
-    let rows = people.iter().map(|person| {
-        vec![
-            task_id.into(),
-            person.id.into(),
-            person.email.clone().unwrap_or_default().into(),
-            SendStatus::Sending.as_str().into(),
-            1.into(),
-            now.into(),
-        ]
-    });
-    insert_new::<_, log::Entity>(
-        db,
-        &[
-            log::Column::TaskId,
-            log::Column::PersonId,
-            log::Column::Recipient,
-            log::Column::Status,
-            log::Column::Attempts,
-            log::Column::UpdatedAt,
-        ],
-        (log::Column::TaskId, log::Column::PersonId),
-        rows,
-    )
-    .await
+    store::email_log::deferred_count(db, task_id).await
 }
 
 fn recipient(person: person::Model) -> Option<Recipient> {

@@ -10,19 +10,18 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bulkq_types::accounts::{Role, TaskEmails};
+use bulkq_types::accounts::TaskEmails;
 use bulkq_types::actions::component_label;
 use chrono::{DateTime, Utc};
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
 use queue::{Task, TaskStatus};
-use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::actions::summary::{StatusNames, summarize};
-use crate::email::{Delivery, EmailContent, INTERRUPTED, Mailer, SendStatus};
-use crate::store::entity::{staff_user, task_notice as notice};
+use crate::email::{Delivery, EmailContent, Mailer};
+use crate::store::entity::staff_user;
+use crate::store::{task_notices as log, users};
 
 /// The job's name in the scheduler.
 pub const TASK_NOTICE_JOB: &str = "caseload.task_notices";
@@ -132,17 +131,17 @@ async fn tell_page(
 ) -> Result<u64, CaseloadError> {
     let now = store.clock().now();
     let txn = store.begin_write().await?;
-    fail_interrupted(&*txn, now).await?;
-    let alerted = alerted_admins(&*txn).await?;
+    let interrupted = now
+        .checked_sub_signed(duration(INTERRUPTED_AFTER))
+        .unwrap_or(now);
+    log::fail_interrupted(&*txn, interrupted).await?;
+    let alerted = users::alerted_admins(&*txn).await?;
     let mut claimed = Vec::new();
     for task in ended {
         let Some(ended_at) = task.workflow_stopped_date else {
             continue;
         };
-        let Some(owner) = staff_user::Entity::find_by_id(task.owner_id)
-            .one(&*txn)
-            .await?
-        else {
+        let Some(owner) = users::find(&*txn, task.owner_id).await? else {
             continue;
         };
         let mut recipients = Vec::new();
@@ -172,7 +171,7 @@ async fn tell_page(
             }
         }
         for recipient in recipients {
-            if claim(&*txn, task.id, ended_at, recipient.id, now).await? {
+            if log::claim(&*txn, task.id, ended_at, recipient.id, now).await? {
                 claimed.push((task.clone(), ended_at, recipient));
             }
         }
@@ -188,22 +187,10 @@ async fn tell_page(
         sent += u64::from(delivery == Delivery::Sent);
         let txn = store.begin_write().await?;
         let key = (task.id, ended_at, recipient.id);
-        record(&*txn, key, &delivery, store.clock().now()).await?;
+        log::record(&*txn, key, delivery.outcome(), store.clock().now()).await?;
         txn.commit().await.map_err(CaseloadError::Db)?;
     }
     Ok(sent)
-}
-
-/// The enabled admins who asked to hear of every failure.
-async fn alerted_admins<C: ConnectionTrait>(
-    db: &C,
-) -> Result<Vec<staff_user::Model>, CaseloadError> {
-    Ok(staff_user::Entity::find()
-        .filter(staff_user::Column::FailureAlerts.eq(true))
-        .filter(staff_user::Column::Role.eq(Role::Admin.as_str()))
-        .filter(staff_user::Column::DisabledAt.is_null())
-        .all(db)
-        .await?)
 }
 
 /// The address a user is told things at, if they gave one.
@@ -220,78 +207,6 @@ fn wants(choice: TaskEmails, status: TaskStatus) -> bool {
         TaskEmails::Failures => matches!(status, TaskStatus::Failure | TaskStatus::Error),
         TaskEmails::None => false,
     }
-}
-
-/// Claims the end for `recipient` (`sending`); `false` if it was claimed before.
-async fn claim<C: ConnectionTrait>(
-    db: &C,
-    task_id: Uuid,
-    ended_at: DateTime<Utc>,
-    recipient: Uuid,
-    now: DateTime<Utc>,
-) -> Result<bool, CaseloadError> {
-    let row = notice::ActiveModel {
-        task_id: Set(task_id),
-        ended_at: Set(ended_at),
-        recipient_id: Set(recipient),
-        status: Set(SendStatus::Sending.as_str().into()),
-        detail: Set(None),
-        updated_at: Set(now),
-    };
-    let inserted = notice::Entity::insert(row)
-        .on_conflict(
-            OnConflict::columns([
-                notice::Column::TaskId,
-                notice::Column::EndedAt,
-                notice::Column::RecipientId,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(db)
-        .await?;
-    Ok(inserted > 0)
-}
-
-async fn fail_interrupted<C: ConnectionTrait>(
-    db: &C,
-    now: DateTime<Utc>,
-) -> Result<(), CaseloadError> {
-    let before = now
-        .checked_sub_signed(duration(INTERRUPTED_AFTER))
-        .unwrap_or(now);
-    notice::Entity::update_many()
-        .col_expr(
-            notice::Column::Status,
-            Expr::value(SendStatus::Failed.as_str()),
-        )
-        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
-        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
-        .filter(notice::Column::UpdatedAt.lt(before))
-        .exec(db)
-        .await?;
-    Ok(())
-}
-
-/// Records what became of one message. A deferral is not tried again: the news would be
-/// stale by then, and the dashboard shows it anyway.
-async fn record<C: ConnectionTrait>(
-    db: &C,
-    (task_id, ended_at, recipient): (Uuid, DateTime<Utc>, Uuid),
-    delivery: &Delivery,
-    now: DateTime<Utc>,
-) -> Result<(), CaseloadError> {
-    let (status, detail) = delivery.outcome();
-    notice::Entity::update_many()
-        .col_expr(notice::Column::Status, Expr::value(status.as_str()))
-        .col_expr(notice::Column::Detail, Expr::value(detail))
-        .col_expr(notice::Column::UpdatedAt, Expr::value(now))
-        .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::EndedAt.eq(ended_at))
-        .filter(notice::Column::RecipientId.eq(recipient))
-        .exec(db)
-        .await?;
-    Ok(())
 }
 
 /// The message: what the task was, how it ended and why; for an admin alerted of another's

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
-use sea_orm::{ConnectionTrait, DbBackend, Statement};
+use sea_orm::ConnectionTrait;
 
 use crate::CaseloadError;
+use crate::store;
 
 /// The job's name in the scheduler.
 pub const EMAIL_LOG_CLEANUP_JOB: &str = "caseload.email_log_cleanup";
@@ -68,25 +69,5 @@ pub async fn delete_forgotten_sends<C: ConnectionTrait>(
     before: DateTime<Utc>,
     limit: u64,
 ) -> Result<u64, CaseloadError> {
-    let backend = db.get_database_backend();
-    let placeholder = match backend {
-        DbBackend::Postgres => "$1",
-        _ => "?",
-    };
-    let sql = format!(
-        "DELETE FROM email_send_log WHERE (task_id, person_id) IN ( \
-           SELECT sent.task_id, sent.person_id FROM email_send_log sent \
-           WHERE sent.updated_at < {placeholder} AND NOT EXISTS ( \
-             SELECT 1 FROM queue_task task WHERE task.id = sent.task_id \
-             AND task.workflow_status IN ('QUEUED', 'SCHEDULING', 'EXECUTING')) \
-           LIMIT {limit})"
-    );
-    let deleted = db
-        .execute_raw(Statement::from_sql_and_values(
-            backend,
-            sql,
-            [before.into()],
-        ))
-        .await?;
-    Ok(deleted.rows_affected())
+    store::email_log::delete_forgotten_sends(db, before, limit).await
 }

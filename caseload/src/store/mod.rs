@@ -9,13 +9,23 @@
 //! - `statuses`: program statuses.
 //! - `watches`: watches set and cleared.
 //! - `status_changes`, `coach_changes`: the history rows of status and coach changes.
+//! - `alerts`, `alert_reasons`: early alerts, and the reasons they may give.
+//! - `sends`: what the three send logs share.
+//! - `email_log`: bulk email's recipients, claimed, recorded and forgotten.
+//! - `coach_notices`, `task_notices`: who has been told of a task's changes, of its end.
 //! - `users`: staff users.
 
+pub(crate) mod alert_reasons;
+pub(crate) mod alerts;
 pub(crate) mod coach_changes;
+pub(crate) mod coach_notices;
+pub(crate) mod email_log;
 pub mod entity;
-pub(crate) mod once_per_task;
+mod once_per_task;
 pub(crate) mod people;
+mod sends;
 pub(crate) mod status_changes;
 pub(crate) mod statuses;
+pub(crate) mod task_notices;
 pub(crate) mod users;
 pub(crate) mod watches;

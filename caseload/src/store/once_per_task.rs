@@ -19,7 +19,7 @@ const ROWS_PER_STATEMENT: usize = 500;
 /// `ON CONFLICT DO NOTHING … RETURNING` is what makes re-running a batch harmless: the
 /// caller acts only on the people returned. Catching a unique violation instead would abort
 /// the caller's whole PostgreSQL transaction.
-pub(crate) async fn insert_new<C, E>(
+pub(super) async fn insert_new<C, E>(
     db: &C,
     columns: &[E::Column],
     (task, person): (E::Column, E::Column),

@@ -1,0 +1,207 @@
+//! The `coach_notice` rows: which coaches a task has told of their people, read with the
+//! people each is told of (a task's alerts or coach changes).
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, IntoColumnRef, IntoTableRef, Query, SelectStatement};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use uuid::Uuid;
+
+use super::entity::{coach_change, coach_notice as notice, early_alert, person};
+use super::sends::recorded;
+use crate::CaseloadError;
+use crate::coach_notices::News;
+use crate::email::{INTERRUPTED, SendStatus};
+
+/// The `(coach, person)` pairs of task `task_id`'s `news`.
+fn pairs(news: News, task_id: Uuid) -> SelectStatement {
+    let (table, coach, person, task) = match news {
+        News::EarlyAlerts => (
+            early_alert::Entity.into_table_ref(),
+            early_alert::Column::CoachId.into_column_ref(),
+            early_alert::Column::PersonId.into_column_ref(),
+            early_alert::Column::TaskId.into_column_ref(),
+        ),
+        News::NewPeople => (
+            coach_change::Entity.into_table_ref(),
+            coach_change::Column::ToCoachId.into_column_ref(),
+            coach_change::Column::PersonId.into_column_ref(),
+            coach_change::Column::TaskId.into_column_ref(),
+        ),
+    };
+    Query::select()
+        .expr_as(Expr::col(coach.clone()), "coach_id")
+        .expr_as(Expr::col(person), "person_id")
+        .from(table)
+        .and_where(Expr::col(task).eq(task_id))
+        .and_where(Expr::col(coach).is_not_null())
+        .to_owned()
+}
+
+/// Marks `failed` (interrupted) the notices of task `task_id` still `sending`; returns how
+/// many.
+pub(crate) async fn fail_interrupted<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<u64, CaseloadError> {
+    Ok(notice::Entity::update_many()
+        .col_expr(
+            notice::Column::Status,
+            Expr::value(SendStatus::Failed.as_str()),
+        )
+        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
+        .col_expr(notice::Column::UpdatedAt, Expr::value(now))
+        .filter(notice::Column::TaskId.eq(task_id))
+        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
+        .exec(db)
+        .await?
+        .rows_affected)
+}
+
+/// Claims (`sending`) up to `limit` coaches of task `task_id`'s `news` that have no notice
+/// of the task yet, in id order; returns them.
+pub(crate) async fn claim_untold<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    news: News,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let untold = Query::select()
+        .distinct()
+        .column("coach_id")
+        .from_subquery(pairs(news, task_id), "pairs")
+        .and_where(
+            Expr::col("coach_id").not_in_subquery(
+                Query::select()
+                    .column(notice::Column::CoachId)
+                    .from(notice::Entity)
+                    .and_where(notice::Column::TaskId.eq(task_id))
+                    .to_owned(),
+            ),
+        )
+        .order_by("coach_id", sea_orm::Order::Asc)
+        .limit(limit)
+        .to_owned();
+    let mut ids: Vec<Uuid> = Vec::new();
+    for row in db.query_all(&untold).await? {
+        ids.push(row.try_get("", "coach_id")?);
+    }
+    for id in &ids {
+        let row = notice::ActiveModel {
+            task_id: sea_orm::Set(task_id),
+            coach_id: sea_orm::Set(*id),
+            status: sea_orm::Set(SendStatus::Sending.as_str().into()),
+            attempts: sea_orm::Set(1),
+            detail: sea_orm::Set(None),
+            updated_at: sea_orm::Set(now),
+        };
+        notice::Entity::insert(row)
+            .exec_without_returning(db)
+            .await?;
+    }
+    Ok(ids)
+}
+
+/// Claims (`sending`) again, counting the attempt, up to `limit` coaches of task `task_id`
+/// deferred before `deferred_before`; returns them.
+pub(crate) async fn claim_deferred<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    deferred_before: DateTime<Utc>,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let retry: Vec<Uuid> = notice::Entity::find()
+        .select_only()
+        .column(notice::Column::CoachId)
+        .filter(notice::Column::TaskId.eq(task_id))
+        .filter(notice::Column::Status.eq(SendStatus::Deferred.as_str()))
+        .filter(notice::Column::UpdatedAt.lt(deferred_before))
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await?;
+    for id in &retry {
+        notice::Entity::update_many()
+            .col_expr(
+                notice::Column::Status,
+                Expr::value(SendStatus::Sending.as_str()),
+            )
+            .col_expr(
+                notice::Column::Attempts,
+                Expr::col(notice::Column::Attempts).add(1),
+            )
+            .col_expr(notice::Column::UpdatedAt, Expr::value(now))
+            .filter(notice::Column::TaskId.eq(task_id))
+            .filter(notice::Column::CoachId.eq(*id))
+            .exec(db)
+            .await?;
+    }
+    Ok(retry)
+}
+
+/// A person as a notice names them.
+#[derive(Debug, FromQueryResult)]
+pub(crate) struct Listed {
+    pub school_id: String,
+    pub first_name: String,
+    pub last_name: String,
+}
+
+/// How many people task `task_id`'s `news` tells `coach` of, and the first `limit` of them
+/// by name.
+pub(crate) async fn people_told<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    news: News,
+    coach: Uuid,
+    limit: u64,
+) -> Result<(u64, Vec<Listed>), CaseloadError> {
+    let theirs = Query::select()
+        .column("person_id")
+        .from_subquery(pairs(news, task_id), "pairs")
+        .and_where(Expr::col("coach_id").eq(coach))
+        .to_owned();
+    let people = person::Entity::find().filter(person::Column::Id.in_subquery(theirs));
+    let count = people.clone().count(db).await?;
+    let listed = people
+        .select_only()
+        .column(person::Column::SchoolId)
+        .column(person::Column::FirstName)
+        .column(person::Column::LastName)
+        .order_by_asc(person::Column::LastName)
+        .order_by_asc(person::Column::FirstName)
+        .limit(limit)
+        .into_model::<Listed>()
+        .all(db)
+        .await?;
+    Ok((count, listed))
+}
+
+/// Records what became of the notice of task `task_id` to `coach`, still `sending`
+/// (`status`, and why if it was not sent); returns the row as recorded, if it was still
+/// `sending`.
+pub(crate) async fn record<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    coach: Uuid,
+    (status, detail): (SendStatus, Option<&str>),
+    now: DateTime<Utc>,
+) -> Result<Vec<notice::Model>, CaseloadError> {
+    Ok(notice::Entity::update_many()
+        .col_expr(
+            notice::Column::Status,
+            recorded(status, notice::Column::Attempts),
+        )
+        .col_expr(notice::Column::Detail, Expr::value(detail))
+        .col_expr(notice::Column::UpdatedAt, Expr::value(now))
+        .filter(notice::Column::TaskId.eq(task_id))
+        .filter(notice::Column::CoachId.eq(coach))
+        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
+        .exec_with_returning(db)
+        .await?)
+}
