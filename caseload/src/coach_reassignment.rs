@@ -14,7 +14,6 @@ use uuid::Uuid;
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, check_batch_size, lock_and_sort};
 use crate::store;
-use crate::users::find_by_username;
 
 /// The coach people are moved to, as a task stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,7 +28,7 @@ pub async fn find_new_coach<C: ConnectionTrait>(
     db: &C,
     username: &str,
 ) -> Result<NewCoach, CaseloadError> {
-    match find_by_username(db, username.trim()).await? {
+    match store::users::find_by_username(db, username.trim()).await? {
         Some(user) if user.disabled_at.is_none() => Ok(NewCoach {
             id: user.id,
             display_name: user.display_name,

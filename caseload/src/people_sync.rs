@@ -12,21 +12,18 @@ use std::collections::{HashMap, HashSet};
 
 use bulkq_types::person_records::{PersonRecord, RETIRED_STATUS, SyncOutcome};
 use chrono::{DateTime, Utc};
-use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter,
-    QuerySelect,
-};
+use sea_orm::{ActiveValue::Set, ConnectionTrait};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::store::entity::{person, program_status, program_status_change as history, staff_user};
+use crate::store;
+use crate::store::entity::person;
+use crate::store::people_sync::StoredPerson;
 
 /// Why a status moved when a record brought it in step.
 pub const SYNC_REASON: &str = "kept in step with the school's records";
 /// Why a status moved to `RETIRED`.
 pub const RETIRE_REASON: &str = "retired: no longer in the school's records";
-/// Rows per multi-row INSERT (SQLite allows 32,766 parameters; a person has 9 columns).
-const INSERT_CHUNK: usize = 500;
 
 /// A record that passed every check, trimmed, with its coach found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +67,8 @@ pub async fn outcomes<C: ConnectionTrait>(
     db: &C,
     records: &[ResolvedRecord],
 ) -> Result<(Vec<SyncOutcome>, u64), CaseloadError> {
-    let existing = people_by_school_id(db, records.iter().map(|r| r.school_id.clone())).await?;
+    let existing =
+        store::people_sync::by_school_id(db, records.iter().map(|r| r.school_id.clone())).await?;
     let mut kept_unretired = 0;
     let outcomes = records
         .iter()
@@ -93,11 +91,7 @@ pub async fn outcomes<C: ConnectionTrait>(
 
 /// How many people are not retired: what a full sync would retire if its file named none.
 pub async fn unretired_count<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
-    use sea_orm::PaginatorTrait;
-    Ok(person::Entity::find()
-        .filter(person::Column::ProgramStatus.ne(RETIRED_STATUS))
-        .count(db)
-        .await?)
+    store::people_sync::unretired_count(db).await
 }
 
 /// A record's problems, by field.
@@ -109,14 +103,7 @@ pub async fn resolve<C: ConnectionTrait>(
     db: &C,
     records: &[PersonRecord],
 ) -> Result<Vec<Result<ResolvedRecord, RecordProblems>>, CaseloadError> {
-    let statuses: HashSet<String> = program_status::Entity::find()
-        .select_only()
-        .column(program_status::Column::Code)
-        .into_tuple()
-        .all(db)
-        .await?
-        .into_iter()
-        .collect();
+    let statuses: HashSet<String> = store::statuses::codes(db).await?.into_iter().collect();
     let usernames: HashSet<&str> = records
         .iter()
         .filter_map(|record| record.coach.as_deref().map(str::trim))
@@ -125,13 +112,7 @@ pub async fn resolve<C: ConnectionTrait>(
     let coaches: HashMap<String, Uuid> = if usernames.is_empty() {
         HashMap::new()
     } else {
-        staff_user::Entity::find()
-            .select_only()
-            .column(staff_user::Column::Username)
-            .column(staff_user::Column::Id)
-            .filter(staff_user::Column::Username.is_in(usernames))
-            .into_tuple()
-            .all(db)
+        store::users::ids_by_username(db, usernames)
             .await?
             .into_iter()
             .collect()
@@ -204,7 +185,8 @@ pub async fn apply<C: ConnectionTrait>(
     task_id: Option<Uuid>,
     now: DateTime<Utc>,
 ) -> Result<Vec<SyncOutcome>, CaseloadError> {
-    let existing = people_by_school_id(db, records.iter().map(|r| r.school_id.clone())).await?;
+    let existing =
+        store::people_sync::by_school_id(db, records.iter().map(|r| r.school_id.clone())).await?;
     let mut outcomes = Vec::with_capacity(records.len());
     let mut new_rows = Vec::new();
     let mut moved = Vec::new();
@@ -229,17 +211,11 @@ pub async fn apply<C: ConnectionTrait>(
                 record.program_status.clone(),
             ));
         }
-        person::Entity::update_many()
-            .set(record.as_change(actor_id, now))
-            .filter(person::Column::Id.eq(row.id))
-            .exec(db)
-            .await?;
+        store::people_sync::update(db, row.id, record.as_change(actor_id, now)).await?;
         outcomes.push(SyncOutcome::Changed);
     }
-    for chunk in new_rows.chunks(INSERT_CHUNK) {
-        person::Entity::insert_many(chunk.to_vec()).exec(db).await?;
-    }
-    record_history(db, actor_id, &moved, SYNC_REASON, task_id, now).await?;
+    store::people_sync::insert(db, &new_rows).await?;
+    store::people_sync::record_moves(db, actor_id, &moved, SYNC_REASON, task_id, now).await?;
     Ok(outcomes)
 }
 
@@ -252,7 +228,7 @@ pub async fn retire<C: ConnectionTrait>(
     task_id: Option<Uuid>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Option<SyncOutcome>>, CaseloadError> {
-    let existing = people_by_school_id(db, school_ids.iter().cloned()).await?;
+    let existing = store::people_sync::by_school_id(db, school_ids.iter().cloned()).await?;
     let mut moved = Vec::new();
     let outcomes = school_ids
         .iter()
@@ -270,89 +246,9 @@ pub async fn retire<C: ConnectionTrait>(
         })
         .collect();
     if !moved.is_empty() {
-        person::Entity::update_many()
-            .set(person::ActiveModel {
-                program_status: Set(RETIRED_STATUS.to_owned()),
-                updated_by: Set(Some(actor_id)),
-                updated_at: Set(now),
-                ..Default::default()
-            })
-            .filter(person::Column::Id.is_in(moved.iter().map(|(id, ..)| *id)))
-            .exec(db)
-            .await?;
+        let ids = moved.iter().map(|(id, ..)| *id);
+        store::people_sync::retire(db, ids, actor_id, now).await?;
     }
-    record_history(db, actor_id, &moved, RETIRE_REASON, task_id, now).await?;
+    store::people_sync::record_moves(db, actor_id, &moved, RETIRE_REASON, task_id, now).await?;
     Ok(outcomes)
-}
-
-/// What a record is compared with: a person's fields that records hold (not when or by whom
-/// they last changed, which would only cost every read a timestamp to decode).
-#[derive(Debug, FromQueryResult)]
-struct StoredPerson {
-    id: Uuid,
-    school_id: String,
-    first_name: String,
-    last_name: String,
-    email: Option<String>,
-    program_status: String,
-    coach_id: Option<Uuid>,
-}
-
-/// The people with these school ids, by school id.
-async fn people_by_school_id<C: ConnectionTrait>(
-    db: &C,
-    school_ids: impl IntoIterator<Item = String>,
-) -> Result<HashMap<String, StoredPerson>, CaseloadError> {
-    use person::Column;
-    let school_ids: Vec<String> = school_ids.into_iter().collect();
-    let mut found = HashMap::with_capacity(school_ids.len());
-    for chunk in school_ids.chunks(INSERT_CHUNK * 10) {
-        let rows = person::Entity::find()
-            .select_only()
-            .columns([
-                Column::Id,
-                Column::SchoolId,
-                Column::FirstName,
-                Column::LastName,
-                Column::Email,
-                Column::ProgramStatus,
-                Column::CoachId,
-            ])
-            .filter(Column::SchoolId.is_in(chunk.iter().cloned()))
-            .into_model::<StoredPerson>()
-            .all(db)
-            .await?;
-        found.extend(rows.into_iter().map(|row| (row.school_id.clone(), row)));
-    }
-    Ok(found)
-}
-
-/// One history row per `(person, from, to)` status move.
-async fn record_history<C: ConnectionTrait>(
-    db: &C,
-    actor_id: Uuid,
-    moved: &[(Uuid, String, String)],
-    reason: &str,
-    task_id: Option<Uuid>,
-    now: DateTime<Utc>,
-) -> Result<(), CaseloadError> {
-    let rows: Vec<history::ActiveModel> = moved
-        .iter()
-        .map(|(person_id, from, to)| history::ActiveModel {
-            id: Set(Uuid::now_v7()),
-            person_id: Set(*person_id),
-            from_status: Set(from.clone()),
-            to_status: Set(to.clone()),
-            reason: Set(reason.to_owned()),
-            changed_by: Set(actor_id),
-            changed_at: Set(now),
-            task_id: Set(task_id),
-        })
-        .collect();
-    for chunk in rows.chunks(INSERT_CHUNK) {
-        history::Entity::insert_many(chunk.to_vec())
-            .exec(db)
-            .await?;
-    }
-    Ok(())
 }

@@ -13,10 +13,11 @@
 use chrono::Utc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait, Set};
+use sea_orm::{DatabaseConnection, Set};
 use uuid::Uuid;
 
 use crate::CaseloadError;
+use crate::store;
 use crate::store::entity::person;
 
 /// Rows per INSERT statement: 9 columns × 1,000 stays under SQLite's 32,766-parameter limit.
@@ -58,7 +59,7 @@ pub struct SeedOptions {
 
 /// How many people the caseload holds: the demo seeds only an empty one.
 pub async fn people_count(db: &DatabaseConnection) -> Result<u64, CaseloadError> {
-    Ok(person::Entity::find().count(db).await?)
+    store::people::count(db).await
 }
 
 /// Adds `options.people` people after those already present (school ids continue from the
@@ -91,13 +92,11 @@ pub async fn seed_people(
                 now,
             ));
             if rows.len() == ROWS_PER_STATEMENT {
-                person::Entity::insert_many(std::mem::take(&mut rows))
-                    .exec(&txn)
-                    .await?;
+                store::people::insert(&txn, std::mem::take(&mut rows)).await?;
             }
         }
         if !rows.is_empty() {
-            person::Entity::insert_many(rows).exec(&txn).await?;
+            store::people::insert(&txn, rows).await?;
         }
         txn.commit().await?;
         added += in_this_transaction;

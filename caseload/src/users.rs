@@ -8,13 +8,14 @@ mod password;
 pub mod password_policy;
 pub mod tokens;
 
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use bulkq_types::text::{Lines, control_character_problem};
 
 use crate::CaseloadError;
+use crate::store;
 use crate::store::entity::staff_user;
 use password::{hash_password, unknown_user_hash, verify_password};
 
@@ -87,7 +88,10 @@ pub async fn create_user<C: ConnectionTrait>(
         )));
     }
     password_policy::check(&new.password, &username)?;
-    if find_by_username(db, &username).await?.is_some() {
+    if store::users::find_by_username(db, &username)
+        .await?
+        .is_some()
+    {
         return Err(CaseloadError::UsernameTaken(username));
     }
     let password_hash = hash_password(new.password).await?;
@@ -95,24 +99,9 @@ pub async fn create_user<C: ConnectionTrait>(
         "" => username.clone(),
         name => name.to_owned(),
     };
-    let row = staff_user::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        username: Set(username),
-        display_name: Set(display_name),
-        role: Set(new.role.as_str().to_owned()),
-        password_hash: Set(password_hash),
-        created_at: Set(chrono::Utc::now()),
-        disabled_at: Set(None),
-        must_change_password: Set(false),
-        email: Set(None),
-        task_emails: Set(bulkq_types::accounts::TaskEmails::default()
-            .as_str()
-            .to_owned()),
-        failure_alerts: Set(false),
-    }
-    .insert(db)
-    .await?;
-    row.try_into()
+    store::users::insert(db, username, display_name, new.role, password_hash)
+        .await?
+        .try_into()
 }
 
 /// The user with these credentials, or `None` when the username or password is wrong or the
@@ -125,7 +114,7 @@ pub async fn authenticate<C: ConnectionTrait>(
     username: &str,
     password: &str,
 ) -> Result<Option<StaffUser>, CaseloadError> {
-    let row = find_by_username(db, username.trim()).await?;
+    let row = store::users::find_by_username(db, username.trim()).await?;
     let stored_hash = match &row {
         Some(row) => row.password_hash.clone(),
         None => unknown_user_hash().to_owned(),
@@ -143,9 +132,7 @@ pub async fn find_user<C: ConnectionTrait>(
     db: &C,
     id: Uuid,
 ) -> Result<Option<StaffUser>, CaseloadError> {
-    staff_user::Entity::find_by_id(id)
-        .filter(staff_user::Column::DisabledAt.is_null())
-        .one(db)
+    store::users::find_enabled(db, id)
         .await?
         .map(StaffUser::try_from)
         .transpose()
@@ -157,13 +144,14 @@ pub async fn user_id_by_username<C: ConnectionTrait>(
     db: &C,
     username: &str,
 ) -> Result<Option<Uuid>, CaseloadError> {
-    Ok(find_by_username(db, username).await?.map(|row| row.id))
+    Ok(store::users::find_by_username(db, username)
+        .await?
+        .map(|row| row.id))
 }
 
 /// How many staff users exist (the demo set-up creates its users only into an empty table).
 pub async fn count_users<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
-    use sea_orm::PaginatorTrait;
-    Ok(staff_user::Entity::find().count(db).await?)
+    store::users::count(db).await
 }
 
 /// Ids of every staff user with the given role (the demo data assigns them as coaches).
@@ -171,24 +159,7 @@ pub async fn ids_with_role<C: ConnectionTrait>(
     db: &C,
     role: Role,
 ) -> Result<Vec<Uuid>, CaseloadError> {
-    use sea_orm::QuerySelect;
-    Ok(staff_user::Entity::find()
-        .select_only()
-        .column(staff_user::Column::Id)
-        .filter(staff_user::Column::Role.eq(role.as_str()))
-        .into_tuple()
-        .all(db)
-        .await?)
-}
-
-pub(crate) async fn find_by_username<C: ConnectionTrait>(
-    db: &C,
-    username: &str,
-) -> Result<Option<staff_user::Model>, CaseloadError> {
-    Ok(staff_user::Entity::find()
-        .filter(staff_user::Column::Username.eq(username))
-        .one(db)
-        .await?)
+    store::users::ids_with_role(db, role).await
 }
 
 /// A random 20-character alphanumeric password, for generated accounts and resets.

@@ -5,7 +5,9 @@
 //! # Layout
 //! - [`entity`]: SeaORM entities for the caseload tables (created by the `migration` crate).
 //! - `once_per_task`: the insert behind every "once per task and person" record.
-//! - `people`: people by id, the run_as rule as a condition, locks and column changes.
+//! - `people`: people by id, the run_as rule as a condition, locks and column changes, and
+//!   people added in bulk.
+//! - `people_sync`: people kept in step with the school's records, by school id.
 //! - `statuses`: program statuses.
 //! - `watches`: watches set and cleared.
 //! - `status_changes`, `coach_changes`: the history rows of status and coach changes.
@@ -13,7 +15,7 @@
 //! - `sends`: what the three send logs share.
 //! - `email_log`: bulk email's recipients, claimed, recorded and forgotten.
 //! - `coach_notices`, `task_notices`: who has been told of a task's changes, of its end.
-//! - `users`: staff users.
+//! - `users`, `tokens`: staff users, and their API tokens.
 
 pub(crate) mod alert_reasons;
 pub(crate) mod alerts;
@@ -23,9 +25,11 @@ pub(crate) mod email_log;
 pub mod entity;
 mod once_per_task;
 pub(crate) mod people;
+pub(crate) mod people_sync;
 mod sends;
 pub(crate) mod status_changes;
 pub(crate) mod statuses;
 pub(crate) mod task_notices;
+pub(crate) mod tokens;
 pub(crate) mod users;
 pub(crate) mod watches;

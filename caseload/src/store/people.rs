@@ -1,11 +1,13 @@
-//! The `person` rows the bulk actions read and change by id: whose they are, and the
-//! columns a change writes, with the rows locked while a batch changes them.
+//! The `person` rows as the bulk actions read and change them, by id: whose they are, and
+//! the columns a change writes, with the rows locked while a batch changes them; and people
+//! added in bulk (demo data, tests, the school's records).
 
 use chrono::{DateTime, Utc};
 use queue::IdListFilter;
 use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use uuid::Uuid;
 
@@ -26,6 +28,20 @@ pub(crate) fn scope(actor: &Actor) -> Condition {
             .add(person::Column::CoachId.eq(actor.id))
             .add(person::Column::CoachId.is_null()),
     }
+}
+
+/// How many people the caseload holds.
+pub(crate) async fn count<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
+    Ok(person::Entity::find().count(db).await?)
+}
+
+/// Adds `rows` in one multi-row INSERT.
+pub(crate) async fn insert<C: ConnectionTrait>(
+    db: &C,
+    rows: Vec<person::ActiveModel>,
+) -> Result<(), CaseloadError> {
+    person::Entity::insert_many(rows).exec(db).await?;
+    Ok(())
 }
 
 /// The people `ids` names, in no particular order (unknown ids are simply absent).

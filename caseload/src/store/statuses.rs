@@ -1,6 +1,6 @@
 //! The `program_status` rows (the reference data is created by the migrations).
 
-use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder, QuerySelect};
 
 use super::entity::program_status;
 use crate::CaseloadError;
@@ -21,4 +21,14 @@ pub(crate) async fn find<C: ConnectionTrait>(
     code: &str,
 ) -> Result<Option<program_status::Model>, CaseloadError> {
     Ok(program_status::Entity::find_by_id(code).one(db).await?)
+}
+
+/// The code of every program status.
+pub(crate) async fn codes<C: ConnectionTrait>(db: &C) -> Result<Vec<String>, CaseloadError> {
+    Ok(program_status::Entity::find()
+        .select_only()
+        .column(program_status::Column::Code)
+        .into_tuple()
+        .all(db)
+        .await?)
 }

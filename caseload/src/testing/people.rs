@@ -1,9 +1,10 @@
 //! People with predictable names and addresses, for tests.
 
 use chrono::Utc;
-use sea_orm::{ConnectionTrait, EntityTrait, Set};
+use sea_orm::{ConnectionTrait, Set};
 use uuid::Uuid;
 
+use crate::store;
 use crate::store::entity::person;
 
 /// Inserts `count` people in ACTIVE, coached by `coach`, with addresses `p{n}@example.edu`
@@ -27,10 +28,7 @@ pub async fn insert_people<C: ConnectionTrait>(
         updated_at: Set(Utc::now()),
     });
     for chunk in rows.collect::<Vec<_>>().chunks(1_000) {
-        person::Entity::insert_many(chunk.to_vec())
-            .exec(db)
-            .await
-            .unwrap();
+        store::people::insert(db, chunk.to_vec()).await.unwrap();
     }
     ids
 }

@@ -9,16 +9,13 @@
 
 pub use bulkq_types::accounts::{Account, TaskEmails};
 use chrono::Utc;
-use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::password::{hash_password, verify_password};
-use super::{
-    NewStaffUser, Role, StaffUser, create_user, find_by_username, generate_password,
-    password_policy,
-};
+use super::{NewStaffUser, Role, StaffUser, create_user, generate_password, password_policy};
 use crate::CaseloadError;
+use crate::store;
 use crate::store::entity::staff_user;
 
 impl TryFrom<staff_user::Model> for Account {
@@ -59,15 +56,13 @@ pub async fn create_account<C: ConnectionTrait>(
         },
     )
     .await?;
-    update(db, user.id, staff_user::Column::MustChangePassword, true).await?;
+    store::users::set(db, user.id, staff_user::Column::MustChangePassword, true).await?;
     Ok((find_account(db, &user.username).await?, password))
 }
 
 /// Every account, by username.
 pub async fn list_accounts<C: ConnectionTrait>(db: &C) -> Result<Vec<Account>, CaseloadError> {
-    staff_user::Entity::find()
-        .order_by_asc(staff_user::Column::Username)
-        .all(db)
+    store::users::by_username(db)
         .await?
         .into_iter()
         .map(Account::try_from)
@@ -79,7 +74,7 @@ pub async fn find_account<C: ConnectionTrait>(
     db: &C,
     username: &str,
 ) -> Result<Account, CaseloadError> {
-    find_by_username(db, username.trim())
+    store::users::find_by_username(db, username.trim())
         .await?
         .ok_or_else(|| CaseloadError::Invalid(format!("no user is called {:?}", username.trim())))?
         .try_into()
@@ -101,7 +96,7 @@ pub async fn set_disabled<C: ConnectionTrait>(
         (true, None) => Some(Utc::now()),
         (false, _) => None,
     };
-    update(db, account.id, staff_user::Column::DisabledAt, disabled_at).await?;
+    store::users::set(db, account.id, staff_user::Column::DisabledAt, disabled_at).await?;
     find_account(db, username).await
 }
 
@@ -115,7 +110,7 @@ pub async fn set_role<C: ConnectionTrait>(
     if account.role == Role::Admin && role != Role::Admin && account.disabled_at.is_none() {
         ensure_another_admin(db, account.id, "made staff").await?;
     }
-    update(db, account.id, staff_user::Column::Role, role.as_str()).await?;
+    store::users::set(db, account.id, staff_user::Column::Role, role.as_str()).await?;
     find_account(db, username).await
 }
 
@@ -135,7 +130,7 @@ pub async fn set_email<C: ConnectionTrait>(
             "{email:?} is not an email address"
         )));
     }
-    update(
+    store::users::set(
         db,
         account.id,
         staff_user::Column::Email,
@@ -152,7 +147,7 @@ pub async fn set_task_emails<C: ConnectionTrait>(
     choice: TaskEmails,
 ) -> Result<Account, CaseloadError> {
     let account = find_account(db, username).await?;
-    update(
+    store::users::set(
         db,
         account.id,
         staff_user::Column::TaskEmails,
@@ -174,7 +169,7 @@ pub async fn set_failure_alerts<C: ConnectionTrait>(
             "only administrators are alerted of others' failures".into(),
         ));
     }
-    update(db, account.id, staff_user::Column::FailureAlerts, on).await?;
+    store::users::set(db, account.id, staff_user::Column::FailureAlerts, on).await?;
     find_account(db, username).await
 }
 
@@ -190,12 +185,7 @@ pub async fn reset_password<C: ConnectionTrait>(
     let account = find_account(db, username).await?;
     let password = generate_password();
     let hash = hash_password(password.clone()).await?;
-    staff_user::Entity::update_many()
-        .col_expr(staff_user::Column::PasswordHash, Expr::value(hash))
-        .col_expr(staff_user::Column::MustChangePassword, Expr::value(true))
-        .filter(staff_user::Column::Id.eq(account.id))
-        .exec(db)
-        .await?;
+    store::users::set_password(db, account.id, hash, true).await?;
     Ok((find_account(db, username).await?, password))
 }
 
@@ -207,8 +197,7 @@ pub async fn change_password<C: ConnectionTrait>(
     current: &str,
     new: &str,
 ) -> Result<(), CaseloadError> {
-    let row = staff_user::Entity::find_by_id(user.id)
-        .one(db)
+    let row = store::users::find(db, user.id)
         .await?
         .ok_or(CaseloadError::UnknownUser(user.id))?;
     if !verify_password(current.to_owned(), row.password_hash).await? {
@@ -223,12 +212,7 @@ pub async fn change_password<C: ConnectionTrait>(
     }
     password_policy::check(new, &user.username)?;
     let hash = hash_password(new.to_owned()).await?;
-    staff_user::Entity::update_many()
-        .col_expr(staff_user::Column::PasswordHash, Expr::value(hash))
-        .col_expr(staff_user::Column::MustChangePassword, Expr::value(false))
-        .filter(staff_user::Column::Id.eq(user.id))
-        .exec(db)
-        .await?;
+    store::users::set_password(db, user.id, hash, false).await?;
     Ok(())
 }
 
@@ -238,15 +222,7 @@ async fn ensure_another_admin<C: ConnectionTrait>(
     admin_id: Uuid,
     change: &str,
 ) -> Result<(), CaseloadError> {
-    let enabled_admins: Vec<Uuid> = staff_user::Entity::find()
-        .select_only()
-        .column(staff_user::Column::Id)
-        .filter(staff_user::Column::Role.eq(Role::Admin.as_str()))
-        .filter(staff_user::Column::DisabledAt.is_null())
-        .lock_exclusive()
-        .into_tuple()
-        .all(db)
-        .await?;
+    let enabled_admins = store::users::lock_enabled_admins(db).await?;
     if enabled_admins.iter().any(|id| *id != admin_id) {
         Ok(())
     } else {
@@ -254,19 +230,4 @@ async fn ensure_another_admin<C: ConnectionTrait>(
             "the last enabled admin cannot be {change}; make another admin first"
         )))
     }
-}
-
-/// Sets one column of one account.
-async fn update<C: ConnectionTrait>(
-    db: &C,
-    id: Uuid,
-    column: staff_user::Column,
-    value: impl Into<sea_orm::Value>,
-) -> Result<(), CaseloadError> {
-    staff_user::Entity::update_many()
-        .col_expr(column, Expr::value(value))
-        .filter(staff_user::Column::Id.eq(id))
-        .exec(db)
-        .await?;
-    Ok(())
 }

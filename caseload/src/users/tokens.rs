@@ -7,11 +7,7 @@
 
 pub use bulkq_types::accounts::TokenInfo;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, Set,
-};
+use sea_orm::ConnectionTrait;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -19,7 +15,9 @@ use bulkq_types::text::{Lines, control_character_problem};
 
 use super::{StaffUser, find_user};
 use crate::CaseloadError;
+use crate::store;
 use crate::store::entity::api_token;
+use crate::store::tokens::NewRow;
 
 /// What every token starts with, so a leaked one is recognisable (secret scanners, logs).
 pub const TOKEN_PREFIX: &str = "bq_";
@@ -88,11 +86,7 @@ pub async fn create_token<C: ConnectionTrait>(
             "a token expires after 1 to {MAX_TOKEN_DAYS} days, or never"
         )));
     }
-    let live = api_token::Entity::find()
-        .filter(api_token::Column::UserId.eq(user_id))
-        .filter(api_token::Column::RevokedAt.is_null())
-        .count(db)
-        .await?;
+    let live = store::tokens::unrevoked_count(db, user_id).await?;
     if live >= MAX_TOKENS_PER_USER {
         return Err(CaseloadError::Invalid(format!(
             "you hold {MAX_TOKENS_PER_USER} tokens already; revoke one first"
@@ -100,21 +94,17 @@ pub async fn create_token<C: ConnectionTrait>(
     }
     let secret = new_secret();
     let now = Utc::now();
-    let row = api_token::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        user_id: Set(user_id),
-        name: Set(name.to_owned()),
-        token_hash: Set(secret_hash(&secret)),
-        can_act: Set(new.can_act),
-        created_at: Set(now),
-        expires_at: Set(new
+    let row = NewRow {
+        user_id,
+        name,
+        token_hash: secret_hash(&secret),
+        can_act: new.can_act,
+        created_at: now,
+        expires_at: new
             .expires_in_days
-            .map(|days| now + Duration::days(days.into()))),
-        last_used_at: Set(None),
-        revoked_at: Set(None),
-    }
-    .insert(db)
-    .await?;
+            .map(|days| now + Duration::days(days.into())),
+    };
+    let row = store::tokens::insert(db, row).await?;
     Ok((row.into(), secret))
 }
 
@@ -123,10 +113,7 @@ pub async fn list_tokens<C: ConnectionTrait>(
     db: &C,
     user_id: Uuid,
 ) -> Result<Vec<TokenInfo>, CaseloadError> {
-    Ok(api_token::Entity::find()
-        .filter(api_token::Column::UserId.eq(user_id))
-        .order_by_desc(api_token::Column::CreatedAt)
-        .all(db)
+    Ok(store::tokens::of_user(db, user_id)
         .await?
         .into_iter()
         .map(TokenInfo::from)
@@ -139,14 +126,7 @@ pub async fn revoke_token<C: ConnectionTrait>(
     user_id: Uuid,
     token_id: Uuid,
 ) -> Result<bool, CaseloadError> {
-    let done = api_token::Entity::update_many()
-        .col_expr(api_token::Column::RevokedAt, Expr::value(Utc::now()))
-        .filter(api_token::Column::Id.eq(token_id))
-        .filter(api_token::Column::UserId.eq(user_id))
-        .filter(api_token::Column::RevokedAt.is_null())
-        .exec(db)
-        .await?;
-    Ok(done.rows_affected == 1)
+    Ok(store::tokens::revoke(db, user_id, token_id).await? == 1)
 }
 
 /// Who `secret` acts for: `None` unless it is a live token (not revoked, not expired) of an
@@ -158,12 +138,7 @@ pub async fn token_holder<C: ConnectionTrait>(
     if !looks_like_a_token(secret) {
         return Ok(None);
     }
-    let Some(row) = api_token::Entity::find()
-        .filter(api_token::Column::TokenHash.eq(secret_hash(secret)))
-        .filter(api_token::Column::RevokedAt.is_null())
-        .one(db)
-        .await?
-    else {
+    let Some(row) = store::tokens::find_unrevoked(db, secret_hash(secret)).await? else {
         return Ok(None);
     };
     let user_id = row.user_id;
@@ -186,12 +161,7 @@ pub fn use_worth_recording(token: &TokenInfo, now: DateTime<Utc>) -> bool {
 
 /// Records that the token was used now.
 pub async fn record_use<C: ConnectionTrait>(db: &C, token_id: Uuid) -> Result<(), CaseloadError> {
-    api_token::Entity::update_many()
-        .col_expr(api_token::Column::LastUsedAt, Expr::value(Utc::now()))
-        .filter(api_token::Column::Id.eq(token_id))
-        .exec(db)
-        .await?;
-    Ok(())
+    store::tokens::record_use(db, token_id).await
 }
 
 /// A fresh secret: the prefix and 256 random bits in hex.
