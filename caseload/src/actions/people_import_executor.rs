@@ -11,12 +11,12 @@ use queue::{Checkpoint, TaskContext, TaskError, TaskExecutor};
 use crate::access::Actor;
 use crate::actions::pace::SharedPace;
 use crate::actions::walk::{read_spec, task_error};
-use crate::people_import::upload::{find_upload, release_file};
+use crate::people_import::upload::find_upload;
 use crate::people_import::{
-    ImportPhase, ImportProgress, ImportSpec, PROGRESS_KEY, RowReader, claim_school_ids,
-    record_problems, sort_rows, unclaimed_after,
+    ImportPhase, ImportProgress, ImportSpec, PROGRESS_KEY, RowReader, claim_school_ids, sort_rows,
 };
 use crate::people_sync::{apply, retire};
+use crate::store::{imports, uploads};
 use crate::users::Role;
 
 pub(crate) struct PeopleImportExecutor {
@@ -60,7 +60,7 @@ impl TaskExecutor for PeopleImportExecutor {
                         .await
                         .map_err(task_error)?;
                     sorted.problems.extend(repeated);
-                    record_problems(&*txn, spec.upload_id, &sorted.problems)
+                    imports::record_problems(&*txn, spec.upload_id, &sorted.problems)
                         .await
                         .map_err(task_error)?;
                     let records: Vec<_> = sorted
@@ -85,10 +85,14 @@ impl TaskExecutor for PeopleImportExecutor {
                     }
                 }
                 ImportPhase::Retiring => {
-                    let school_ids =
-                        unclaimed_after(&*txn, spec.upload_id, &progress.retired_up_to, rows)
-                            .await
-                            .map_err(task_error)?;
+                    let school_ids = imports::unclaimed_after(
+                        &*txn,
+                        spec.upload_id,
+                        &progress.retired_up_to,
+                        rows,
+                    )
+                    .await
+                    .map_err(task_error)?;
                     batch_rows = school_ids.len() as u64;
                     match school_ids.last() {
                         None => progress.phase = ImportPhase::Done,
@@ -109,7 +113,7 @@ impl TaskExecutor for PeopleImportExecutor {
             }
             // The last batch lets the file go: a finished import needs only its report.
             if progress.phase == ImportPhase::Done {
-                release_file(&*txn, spec.upload_id)
+                uploads::release_file(&*txn, spec.upload_id)
                     .await
                     .map_err(task_error)?;
             }

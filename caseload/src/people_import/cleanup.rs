@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
-use sea_orm::sea_query::{Expr, ExprTrait, Query};
-use sea_orm::{ConnectionTrait, FromQueryResult, StatementBuilder};
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::upload::delete_upload;
 use crate::CaseloadError;
+use crate::store;
 
 /// The job's name in the scheduler.
 pub const UPLOAD_CLEANUP_JOB: &str = "caseload.people_import_cleanup";
@@ -56,11 +56,6 @@ impl PeriodicTask for UploadCleanup {
     }
 }
 
-#[derive(FromQueryResult)]
-struct UploadId {
-    id: Uuid,
-}
-
 /// Uploads no task has taken that are older than [`UNTAKEN_UPLOAD_KEPT`], and uploads whose
 /// task is gone.
 pub async fn stale_uploads<C: ConnectionTrait>(
@@ -68,27 +63,5 @@ pub async fn stale_uploads<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<Vec<Uuid>, CaseloadError> {
     let kept_since = now - chrono::Duration::from_std(UNTAKEN_UPLOAD_KEPT).unwrap_or_default();
-    let mut task_exists = Query::select();
-    task_exists
-        .expr(Expr::val(1))
-        .from("queue_task")
-        .and_where(Expr::col(("queue_task", "id")).equals(("people_import", "task_id")));
-    let mut select = Query::select();
-    select
-        .column(("people_import", "id"))
-        .from("people_import")
-        .cond_where(
-            Expr::col(("people_import", "task_id"))
-                .is_null()
-                .and(Expr::col(("people_import", "created_at")).lt(kept_since))
-                .or(Expr::col(("people_import", "task_id"))
-                    .is_not_null()
-                    .and(Expr::exists(task_exists).not())),
-        )
-        .limit(DELETED_PER_RUN);
-    let rows =
-        UploadId::find_by_statement(StatementBuilder::build(&select, &db.get_database_backend()))
-            .all(db)
-            .await?;
-    Ok(rows.into_iter().map(|row| row.id).collect())
+    store::uploads::stale(db, kept_since, DELETED_PER_RUN).await
 }

@@ -18,16 +18,14 @@ pub mod report;
 pub mod start;
 pub mod upload;
 
-use std::collections::HashSet;
-
-use bulkq_types::person_records::{PersonRecord, RETIRED_STATUS, SyncCounts};
-use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
-use sea_orm::{ConnectionTrait, StatementBuilder};
+use bulkq_types::person_records::{PersonRecord, SyncCounts};
+use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::people_sync::{RecordProblems, ResolvedRecord, resolve};
+use crate::store;
 pub use bulkq_types::people_import::{ColumnMapping, FilePosition, ImportPreview, RowProblem};
 use csv_rows::{CsvRow, FileProblem, is_blank, rows_in, start_of_rows};
 use upload::{Upload, read_window};
@@ -308,25 +306,7 @@ pub async fn claim_school_ids<C: ConnectionTrait>(
     import_id: Uuid,
     records: &mut Vec<(u64, ResolvedRecord)>,
 ) -> Result<Vec<RowProblem>, CaseloadError> {
-    let mut claimed: HashSet<String> = HashSet::with_capacity(records.len());
-    for chunk in records.chunks(500) {
-        let mut insert = Query::insert();
-        insert
-            .into_table("people_import_seen")
-            .columns(["import_id", "school_id"])
-            .on_conflict(
-                OnConflict::columns(["import_id", "school_id"])
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .returning_col("school_id");
-        for (_, record) in chunk {
-            insert.values_panic([import_id.into(), record.school_id.clone().into()]);
-        }
-        for row in db.query_all(&insert).await? {
-            claimed.insert(row.try_get_by_index::<String>(0)?);
-        }
-    }
+    let claimed = store::imports::claim_school_ids(db, import_id, records).await?;
     let mut problems = Vec::new();
     records.retain(|(line, record)| {
         let first = claimed.contains(&record.school_id);
@@ -343,95 +323,6 @@ pub async fn claim_school_ids<C: ConnectionTrait>(
         first
     });
     Ok(problems)
-}
-
-/// Records `problems` for the import's error report (a batch run again finds its own rows).
-pub async fn record_problems<C: ConnectionTrait>(
-    db: &C,
-    import_id: Uuid,
-    problems: &[RowProblem],
-) -> Result<(), CaseloadError> {
-    for chunk in problems.chunks(500) {
-        let mut insert = Query::insert();
-        insert
-            .into_table("people_import_problem")
-            .columns(["import_id", "line", "school_id", "message"])
-            .on_conflict(
-                OnConflict::columns(["import_id", "line"])
-                    .do_nothing()
-                    .to_owned(),
-            );
-        for problem in chunk {
-            insert.values_panic([
-                import_id.into(),
-                (problem.line as i64).into(),
-                problem.school_id.clone().into(),
-                problem.message.clone().into(),
-            ]);
-        }
-        db.execute(&insert).await?;
-    }
-    Ok(())
-}
-
-/// The import's problems from line `after_line` on, at most `limit`, by line.
-pub async fn problems_after<C: ConnectionTrait>(
-    db: &C,
-    import_id: Uuid,
-    after_line: u64,
-    limit: u64,
-) -> Result<Vec<RowProblem>, CaseloadError> {
-    let mut select = Query::select();
-    select
-        .columns(["line", "school_id", "message"])
-        .from("people_import_problem")
-        .and_where(Expr::col("import_id").eq(import_id))
-        .and_where(Expr::col("line").gt(after_line as i64))
-        .order_by("line", sea_orm::Order::Asc)
-        .limit(limit);
-    let rows = db
-        .query_all_raw(StatementBuilder::build(&select, &db.get_database_backend()))
-        .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(RowProblem {
-                line: row.try_get::<i64>("", "line")? as u64,
-                school_id: row.try_get("", "school_id")?,
-                message: row.try_get("", "message")?,
-            })
-        })
-        .collect()
-}
-
-/// School ids of up to `limit` people not retired whom the import did not claim, after
-/// `after` (by school id): whom a full sync retires next.
-pub async fn unclaimed_after<C: ConnectionTrait>(
-    db: &C,
-    import_id: Uuid,
-    after: &str,
-    limit: u64,
-) -> Result<Vec<String>, CaseloadError> {
-    let mut claimed = Query::select();
-    claimed
-        .expr(Expr::val(1))
-        .from("people_import_seen")
-        .and_where(Expr::col(("people_import_seen", "import_id")).eq(import_id))
-        .and_where(Expr::col(("people_import_seen", "school_id")).equals(("person", "school_id")));
-    let mut select = Query::select();
-    select
-        .column(("person", "school_id"))
-        .from("person")
-        .and_where(Expr::col(("person", "program_status")).ne(RETIRED_STATUS))
-        .and_where(Expr::col(("person", "school_id")).gt(after))
-        .and_where(Expr::exists(claimed).not())
-        .order_by(("person", "school_id"), sea_orm::Order::Asc)
-        .limit(limit);
-    let rows = db
-        .query_all_raw(StatementBuilder::build(&select, &db.get_database_backend()))
-        .await?;
-    rows.iter()
-        .map(|row| Ok(row.try_get_by_index::<String>(0)?))
-        .collect()
 }
 
 fn file_problem(problem: FileProblem) -> CaseloadError {

@@ -5,9 +5,9 @@
 use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
-use super::problems_after;
 use crate::CaseloadError;
 use crate::export::defuse_formula;
+use crate::store::imports::problems_after;
 
 /// The report's first line.
 pub const REPORT_HEADER: &[u8] = b"line,school_id,problem\n";

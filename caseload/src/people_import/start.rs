@@ -4,12 +4,11 @@
 
 use bulkq_types::actions::PEOPLE_IMPORT;
 use queue::{NewTask, Store, Task};
-use sea_orm::ConnectionTrait;
-use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use uuid::Uuid;
 
 use super::ImportSpec;
 use crate::CaseloadError;
+use crate::store::uploads;
 
 /// Enqueues the import `spec` describes, owned by and run as the admin `admin_id`
 /// (`admin_name` for the task list), and returns its task.
@@ -26,13 +25,7 @@ pub async fn start_import(
         .with_created_by(admin_name)
         .with_progress_total(i64::try_from(spec.rows).unwrap_or(i64::MAX));
     let task = txn.enqueue(task).await?;
-    let mut take = Query::update();
-    take.table("people_import")
-        .value("task_id", task.id)
-        .and_where(Expr::col("id").eq(spec.upload_id))
-        .and_where(Expr::col("finished").eq(true))
-        .and_where(Expr::col("task_id").is_null());
-    if txn.execute(&take).await?.rows_affected() != 1 {
+    if uploads::take(&*txn, spec.upload_id, task.id).await? != 1 {
         return Err(CaseloadError::Invalid(
             "this file is being imported already, or it was discarded: upload it again".to_owned(),
         ));

@@ -2,13 +2,12 @@
 //! cluster can run its import, a backup holds it, and it is never held whole in memory:
 //! it is written a chunk at a time as it arrives and read a window at a time.
 
-use chrono::Utc;
 use queue::{Store, WriteClass};
-use sea_orm::sea_query::{Expr, ExprTrait, Query};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, StatementBuilder, Value};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 use uuid::Uuid;
 
 use crate::CaseloadError;
+use crate::store::uploads;
 
 /// The bytes of one stored chunk.
 pub const CHUNK_BYTES: usize = 1 << 20;
@@ -36,59 +35,6 @@ impl Upload {
     }
 }
 
-/// Starts an upload of `file_name` by `user_id`.
-pub async fn begin_upload<C: ConnectionTrait>(
-    db: &C,
-    user_id: Uuid,
-    file_name: &str,
-) -> Result<Uuid, CaseloadError> {
-    let id = Uuid::now_v7();
-    let mut insert = Query::insert();
-    insert
-        .into_table("people_import")
-        .columns([
-            "id",
-            "created_by",
-            "created_at",
-            "file_name",
-            "byte_size",
-            "finished",
-        ])
-        .values_panic([
-            id.into(),
-            user_id.into(),
-            Utc::now().into(),
-            file_name.chars().take(200).collect::<String>().into(),
-            0i64.into(),
-            false.into(),
-        ]);
-    db.execute(&insert).await?;
-    Ok(id)
-}
-
-/// Stores chunk number `seq` (from 0) of the upload; every chunk but the last is
-/// [`CHUNK_BYTES`] long.
-pub async fn store_chunk<C: ConnectionTrait>(
-    db: &C,
-    upload_id: Uuid,
-    seq: i64,
-    bytes: Vec<u8>,
-) -> Result<(), CaseloadError> {
-    let length = bytes.len() as i64;
-    let mut insert = Query::insert();
-    insert
-        .into_table("people_import_chunk")
-        .columns(["import_id", "seq", "data"])
-        .values_panic([upload_id.into(), seq.into(), bytes.into()]);
-    db.execute(&insert).await?;
-    let mut grow = Query::update();
-    grow.table("people_import")
-        .value("byte_size", Expr::col("byte_size").add(length))
-        .and_where(Expr::col("id").eq(upload_id));
-    db.execute(&grow).await?;
-    Ok(())
-}
-
 /// A file being stored as it arrives: bytes are gathered into [`CHUNK_BYTES`] chunks, each
 /// stored in a short write transaction of its own (a person is waiting on it), so neither
 /// the file nor a transaction grows with its size.
@@ -109,7 +55,7 @@ impl UploadWriter {
         max_bytes: u64,
     ) -> Result<Self, CaseloadError> {
         let txn = store.begin_write_as(WriteClass::Interactive).await?;
-        let id = begin_upload(&*txn, user_id, file_name).await?;
+        let id = uploads::begin(&*txn, user_id, file_name).await?;
         txn.commit().await?;
         Ok(UploadWriter {
             id,
@@ -156,7 +102,7 @@ impl UploadWriter {
             self.store_pending(store).await?;
         }
         let txn = store.begin_write_as(WriteClass::Interactive).await?;
-        finish_upload(&*txn, self.id).await?;
+        uploads::finish(&*txn, self.id).await?;
         let upload = find_upload(&*txn, self.id).await?;
         txn.commit().await?;
         upload.ok_or_else(|| {
@@ -167,25 +113,11 @@ impl UploadWriter {
     async fn store_pending(&mut self, store: &Store) -> Result<(), CaseloadError> {
         let chunk = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK_BYTES));
         let txn = store.begin_write_as(WriteClass::Interactive).await?;
-        store_chunk(&*txn, self.id, self.next_seq, chunk).await?;
+        uploads::store_chunk(&*txn, self.id, self.next_seq, chunk).await?;
         txn.commit().await?;
         self.next_seq += 1;
         Ok(())
     }
-}
-
-/// Marks the upload whole: from now on it can be previewed and imported.
-pub async fn finish_upload<C: ConnectionTrait>(
-    db: &C,
-    upload_id: Uuid,
-) -> Result<(), CaseloadError> {
-    let mut update = Query::update();
-    update
-        .table("people_import")
-        .value("finished", true)
-        .and_where(Expr::col("id").eq(upload_id));
-    db.execute(&update).await?;
-    Ok(())
 }
 
 /// The upload, if it exists.
@@ -193,23 +125,7 @@ pub async fn find_upload<C: ConnectionTrait>(
     db: &C,
     upload_id: Uuid,
 ) -> Result<Option<Upload>, CaseloadError> {
-    let mut select = Query::select();
-    select
-        .columns([
-            "id",
-            "created_by",
-            "file_name",
-            "byte_size",
-            "finished",
-            "task_id",
-        ])
-        .from("people_import")
-        .and_where(Expr::col("id").eq(upload_id));
-    Ok(
-        Upload::find_by_statement(StatementBuilder::build(&select, &db.get_database_backend()))
-            .one(db)
-            .await?,
-    )
+    uploads::find(db, upload_id).await
 }
 
 /// Up to `length` bytes of the upload from `offset`, and whether they reach its end.
@@ -226,20 +142,10 @@ pub async fn read_window<C: ConnectionTrait>(
     }
     let first = (offset / CHUNK_BYTES as u64) as i64;
     let last = ((end - 1) / CHUNK_BYTES as u64) as i64;
-    let mut select = Query::select();
-    select
-        .column("data")
-        .from("people_import_chunk")
-        .and_where(Expr::col("import_id").eq(upload.id))
-        .and_where(Expr::col("seq").between(first, last))
-        .order_by("seq", sea_orm::Order::Asc);
-    let rows = db
-        .query_all_raw(StatementBuilder::build(&select, &db.get_database_backend()))
-        .await?;
+    let chunks = uploads::chunks(db, upload.id, (first, last)).await?;
     let mut bytes = Vec::with_capacity((end - offset) as usize);
     let skip = (offset - first as u64 * CHUNK_BYTES as u64) as usize;
-    for (index, row) in rows.iter().enumerate() {
-        let data: Vec<u8> = row.try_get("", "data")?;
+    for (index, data) in chunks.iter().enumerate() {
         let from = if index == 0 {
             Ord::min(skip, data.len())
         } else {
@@ -257,43 +163,10 @@ pub async fn read_window<C: ConnectionTrait>(
     Ok((bytes, end == size))
 }
 
-/// Deletes what a finished import no longer needs: the file's chunks and the school ids it
-/// claimed. The upload's row and its problem rows stay, for the error report.
-pub async fn release_file<C: ConnectionTrait>(
-    db: &C,
-    upload_id: Uuid,
-) -> Result<(), CaseloadError> {
-    for table in ["people_import_seen", "people_import_chunk"] {
-        let mut delete = Query::delete();
-        delete
-            .from_table(table)
-            .and_where(Expr::col("import_id").eq(Value::from(upload_id)));
-        db.execute(&delete).await?;
-    }
-    Ok(())
-}
-
 /// Deletes the upload and everything kept for it (its chunks, claims and problems).
 pub async fn delete_upload<C: ConnectionTrait>(
     db: &C,
     upload_id: Uuid,
 ) -> Result<(), CaseloadError> {
-    for table in [
-        "people_import_problem",
-        "people_import_seen",
-        "people_import_chunk",
-        "people_import",
-    ] {
-        let column = if table == "people_import" {
-            "id"
-        } else {
-            "import_id"
-        };
-        let mut delete = Query::delete();
-        delete
-            .from_table(table)
-            .and_where(Expr::col(column).eq(Value::from(upload_id)));
-        db.execute(&delete).await?;
-    }
-    Ok(())
+    uploads::delete(db, upload_id).await
 }

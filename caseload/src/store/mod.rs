@@ -15,6 +15,8 @@
 //! - `sends`: what the three send logs share.
 //! - `email_log`: bulk email's recipients, claimed, recorded and forgotten.
 //! - `coach_notices`, `task_notices`: who has been told of a task's changes, of its end.
+//! - `uploads`: the files uploaded for people imports, stored in chunks.
+//! - `imports`: what an import records as it runs (school ids claimed, problems).
 //! - `users`, `tokens`: staff users, and their API tokens.
 
 pub(crate) mod alert_reasons;
@@ -23,6 +25,7 @@ pub(crate) mod coach_changes;
 pub(crate) mod coach_notices;
 pub(crate) mod email_log;
 pub mod entity;
+pub(crate) mod imports;
 mod once_per_task;
 pub(crate) mod people;
 pub(crate) mod people_sync;
@@ -31,5 +34,6 @@ pub(crate) mod status_changes;
 pub(crate) mod statuses;
 pub(crate) mod task_notices;
 pub(crate) mod tokens;
+pub(crate) mod uploads;
 pub(crate) mod users;
 pub(crate) mod watches;
