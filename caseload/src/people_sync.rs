@@ -89,11 +89,6 @@ pub async fn outcomes<C: ConnectionTrait>(
     Ok((outcomes, kept_unretired))
 }
 
-/// How many people are not retired: what a full sync would retire if its file named none.
-pub async fn unretired_count<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
-    store::people_sync::unretired_count(db).await
-}
-
 /// A record's problems, by field.
 pub type RecordProblems = Vec<(&'static str, String)>;
 

@@ -8,8 +8,8 @@ use sea_orm_migration::{prelude::*, schema::*};
 const PREFIX_SEARCH_COLUMNS: [&str; 4] = ["first_name", "last_name", "school_id", "email"];
 
 /// The text "contains" search looks in, as one lowercased expression over the columns of
-/// `row` (`person` or a trigger's `new`). `caseload::search` repeats it verbatim: PostgreSQL
-/// uses an expression index only for the identical expression. Later migrations
+/// `row` (`person` or a trigger's `new`). `caseload::store::search` repeats it verbatim:
+/// PostgreSQL uses an expression index only for the identical expression. Later migrations
 /// (`000021`, `000040`) store the same text, so they use this function.
 pub(crate) fn contains_expression(row: &str) -> String {
     format!(
@@ -173,8 +173,9 @@ fn cascade(
 /// Expression indexes for search, which SeaQuery's schema builder cannot express.
 ///
 /// - Prefix search: search adds a range on `lower(col)` next to its LIKE (see
-///   `caseload::search::sql::starts_with` for why), which these indexes serve; on PostgreSQL in
-///   the "C" collation, so that the range is byte order whatever the database's collation.
+///   `caseload::store::search::sql::starts_with` for why), which these indexes serve; on
+///   PostgreSQL in the "C" collation, so that the range is byte order whatever the database's
+///   collation.
 /// - "Contains" search: PostgreSQL's pg_trgm GIN index answers `LIKE '%abc%'` (a trusted
 ///   extension since PostgreSQL 13, so the database owner may create it). SQLite gets an FTS5
 ///   table with the trigram tokenizer, keyed by the person's rowid and kept current by

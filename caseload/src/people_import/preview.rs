@@ -12,7 +12,8 @@ use sea_orm::ConnectionTrait;
 use super::upload::Upload;
 use super::{ColumnMapping, ImportPreview, RowProblem, RowReader, read_head, sort_rows};
 use crate::CaseloadError;
-use crate::people_sync::{outcomes, unretired_count};
+use crate::people_sync::outcomes;
+use crate::store::people_sync::unretired_count;
 
 /// Rows shown as they are in the file.
 pub const FIRST_ROWS: usize = 10;

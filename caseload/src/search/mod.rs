@@ -1,30 +1,21 @@
 //! Caseload search: filters, a stable sort and server-side paging, plus the keyset walk that
 //! bulk actions use to visit every person a saved query matches.
 //!
-//! Submodules: `planner` (how a query finds its rows) and `sql` (the backends' SQL fragments).
+//! Submodule: `planner` (how a query finds its rows); the queries themselves are built and
+//! run in `store::search`.
 
-mod planner;
-mod sql;
+pub(crate) mod planner;
 
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage, PersonSummary};
-use queue::IdListFilter;
-use sea_orm::sea_query::{Expr, Query, SelectStatement};
-use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
-};
+use sea_orm::{Condition, ConnectionTrait, DbBackend};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::access::Actor;
 use crate::store;
 use crate::store::entity::person;
-use planner::{
-    FilterShape, MATCHES, Plan, SORT_AFTER_FILTER_MAX, choose_plan, condition, match_keys,
-    page_query, walk_candidates,
-};
-use sql::{contains_keys, matching};
+use planner::{FilterShape, Plan, choose_plan};
 
 /// The furthest a page may start (`page × page_size`): a million people in, the most any
 /// caseload has. Nobody pages that far (they narrow the search), and the bound keeps the
@@ -86,17 +77,17 @@ pub async fn search_people<C: ConnectionTrait>(
     let backend = db.get_database_backend();
     let one_pass = match (filter.only_contains(), backend) {
         (Some(text), DbBackend::Postgres) => {
-            contains_page(db, backend, &text.to_lowercase(), page).await?
+            store::search::contains_page(db, backend, &text.to_lowercase(), page).await?
         }
         _ => None,
     };
     let (counted, ids) = match one_pass {
         Some(found) => found,
         None => {
-            let counted = count_matches(db, backend, filter).await?;
+            let counted = store::search::count_matches(db, backend, filter).await?;
             let plan = choose_plan(filter, counted);
-            let keys = match_keys(backend, filter, plan)?;
-            (counted, page_ids(db, keys, plan, page).await?)
+            let ids = store::search::page_ids(db, backend, filter, plan, page).await?;
+            (counted, ids)
         }
     };
     let open_alerts = crate::early_alerts::open_counts(db, &ids).await?;
@@ -117,41 +108,6 @@ pub async fn search_people<C: ConnectionTrait>(
     })
 }
 
-/// PostgreSQL: a "contains"-only search in one pass over its matches, the page and how many
-/// match from `COUNT(*) OVER ()` beside the sort: counting alone would re-read every match
-/// before the page does (ADR 0020). Not on SQLite, whose FTS5 index counts without reading
-/// any row, while the window would slow its sort.
-///
-/// `None` when the one pass does not answer: more than [`SORT_AFTER_FILTER_MAX`] match (the
-/// pass stops there, and such a page is found by walking the name index), or the page lies
-/// past the last match (no row carries the count).
-async fn contains_page<C: ConnectionTrait>(
-    db: &C,
-    backend: DbBackend,
-    text: &str,
-    page: PageRequest,
-) -> Result<Option<(u64, Vec<Uuid>)>, CaseloadError> {
-    let keys = contains_keys(backend, text)
-        .limit(SORT_AFTER_FILTER_MAX + 1)
-        .to_owned();
-    let query = page_query(keys, Plan::UseFilterIndexes, page)
-        .expr_as(Expr::cust("COUNT(*) OVER ()"), "total")
-        .to_owned();
-    let rows = db.query_all(&query).await?;
-    let Some(first) = rows.first() else {
-        return Ok(None);
-    };
-    let counted = u64::try_from(first.try_get_by_index::<i64>(1)?).unwrap_or_default();
-    if counted > SORT_AFTER_FILTER_MAX {
-        return Ok(None);
-    }
-    let ids = rows
-        .iter()
-        .map(|row| row.try_get_by_index(0))
-        .collect::<Result<_, _>>()?;
-    Ok(Some((counted, ids)))
-}
-
 /// How many people match `filter` within `actor`'s scope: what a bulk action over a saved
 /// query will target (for previews and the task's progress total).
 pub async fn count_people<C: ConnectionTrait>(
@@ -169,8 +125,7 @@ pub async fn count_people_within<C: ConnectionTrait>(
     filter: &PersonFilter,
     scope: Condition,
 ) -> Result<u64, CaseloadError> {
-    let condition = condition(db.get_database_backend(), filter, Plan::UseFilterIndexes)?;
-    count_matching(db, condition.add(scope)).await
+    store::search::count_within(db, filter, scope).await
 }
 
 /// One step of the keyset walk of a saved query: the people it found, and where the next
@@ -234,20 +189,11 @@ pub async fn people_after_reading_ahead<C: ConnectionTrait>(
     limit: u64,
     ahead: &mut CandidatesAhead,
 ) -> Result<WalkStep, CaseloadError> {
-    let backend = db.get_database_backend();
     if let Some(ids) = ahead.next(db, filter, after, limit).await? {
         let Some(last_visited) = ids.last().copied() else {
             return Ok(WalkStep::default());
         };
-        // Kept off the filter's indexes, SQLite looks up these ids only.
-        let condition = condition(backend, filter, Plan::WalkSortIndex)?
-            .add(scope)
-            .add(person::Column::Id.in_id_list(backend, ids));
-        let people = person::Entity::find()
-            .filter(condition)
-            .order_by_asc(person::Column::Id)
-            .all(db)
-            .await?;
+        let people = store::search::matching_among(db, filter, scope, ids).await?;
         return Ok(WalkStep {
             people,
             last_visited: Some(last_visited),
@@ -259,16 +205,7 @@ pub async fn people_after_reading_ahead<C: ConnectionTrait>(
         true => Plan::UseFilterIndexes,
         false => Plan::WalkSortIndex,
     };
-    let mut condition = condition(backend, filter, plan)?.add(scope);
-    if let Some(after) = after {
-        condition = condition.add(person::Column::Id.gt(after));
-    }
-    let people = person::Entity::find()
-        .filter(condition)
-        .order_by_asc(person::Column::Id)
-        .limit(limit)
-        .all(db)
-        .await?;
+    let people = store::search::matching_after(db, filter, plan, scope, after, limit).await?;
     Ok(WalkStep {
         last_visited: people.last().map(|person| person.id),
         people,
@@ -310,16 +247,11 @@ impl CandidatesAhead {
             self.read_after <= after && self.ids.last().is_some_and(|&last| after < Some(last));
         if !covered {
             let per_read = self.per_read.max(limit);
-            let Some(query) = walk_candidates(db.get_database_backend(), filter, after, per_read)?
+            let Some(ids) = store::search::walk_candidates(db, filter, after, per_read).await?
             else {
                 return Ok(None);
             };
-            self.ids = db
-                .query_all(&query)
-                .await?
-                .iter()
-                .map(|row| row.try_get_by_index(0))
-                .collect::<Result<_, _>>()?;
+            self.ids = ids;
             self.read_after = after;
         }
         let start = self.ids.partition_point(|&id| Some(id) <= after);
@@ -337,62 +269,6 @@ pub async fn people_by_ids<C: ConnectionTrait>(
 ) -> Result<Vec<person::Model>, CaseloadError> {
     crate::access::check_batch_size(ids)?;
     store::people::with_ids_by_id(db, ids).await
-}
-
-async fn count_matching<C: ConnectionTrait>(
-    db: &C,
-    condition: Condition,
-) -> Result<u64, CaseloadError> {
-    Ok(person::Entity::find().filter(condition).count(db).await?)
-}
-
-/// How many people match `filter`, stopping at [`COUNT_CAP`] + 1: the matches' sort keys
-/// are counted, from indexes alone where [`match_keys`] can.
-async fn count_matches<C: ConnectionTrait>(
-    db: &C,
-    backend: DbBackend,
-    filter: &PersonFilter,
-) -> Result<u64, CaseloadError> {
-    let mut matches = match filter.only_contains() {
-        // The "contains" index alone: counting needs no sort key.
-        Some(text) => matching(backend, &text.to_lowercase()),
-        None => Query::select()
-            .expr(Expr::val(1))
-            .from_subquery(
-                match_keys(backend, filter, Plan::UseFilterIndexes)?,
-                MATCHES,
-            )
-            .to_owned(),
-    };
-    matches.limit(COUNT_CAP + 1);
-    let count = Query::select()
-        .expr(Expr::cust("COUNT(*)"))
-        .from_subquery(matches, "counted")
-        .to_owned();
-    let counted: i64 = match db.query_one(&count).await? {
-        Some(row) => row.try_get_by_index(0)?,
-        None => 0,
-    };
-    Ok(u64::try_from(counted).unwrap_or_default())
-}
-
-/// The ids of one page of `keys`, in page order.
-///
-/// Only the sort keys are sorted and skipped, and only the page's rows are then read
-/// ([`people_in_order`]): an offset of 50,000 skips index entries, not table rows. Looking
-/// the matches up, the sort is by an expression (`last_name || ''`), which keeps the
-/// planner off the name index (see `search_people`).
-async fn page_ids<C: ConnectionTrait>(
-    db: &C,
-    keys: SelectStatement,
-    plan: Plan,
-    page: PageRequest,
-) -> Result<Vec<Uuid>, CaseloadError> {
-    let rows = db.query_all(&page_query(keys, plan, page)).await?;
-    Ok(rows
-        .iter()
-        .map(|row| row.try_get_by_index(0))
-        .collect::<Result<_, _>>()?)
 }
 
 /// The people with these ids, in the order of `ids` (one page: at most [`MAX_PAGE_SIZE`]).

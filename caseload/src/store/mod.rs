@@ -17,6 +17,7 @@
 //! - `coach_notices`, `task_notices`: who has been told of a task's changes, of its end.
 //! - `uploads`: the files uploaded for people imports, stored in chunks.
 //! - `imports`: what an import records as it runs (school ids claimed, problems).
+//! - `search`: the caseload search's counts, pages and walk steps, and the SQL they build.
 //! - `users`, `tokens`: staff users, and their API tokens.
 
 pub(crate) mod alert_reasons;
@@ -29,6 +30,7 @@ pub(crate) mod imports;
 mod once_per_task;
 pub(crate) mod people;
 pub(crate) mod people_sync;
+pub(crate) mod search;
 mod sends;
 pub(crate) mod status_changes;
 pub(crate) mod statuses;

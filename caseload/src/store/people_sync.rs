@@ -59,7 +59,7 @@ pub(crate) async fn by_school_id<C: ConnectionTrait>(
     Ok(found)
 }
 
-/// How many people are not retired.
+/// How many people are not retired: what a full sync would retire if its file named none.
 pub(crate) async fn unretired_count<C: ConnectionTrait>(db: &C) -> Result<u64, CaseloadError> {
     Ok(person::Entity::find()
         .filter(person::Column::ProgramStatus.ne(RETIRED_STATUS))

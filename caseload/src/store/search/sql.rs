@@ -4,7 +4,7 @@
 use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, Query, SelectStatement};
 use sea_orm::{ColumnTrait, Condition, DbBackend, IdenStatic};
 
-use super::planner::SORT_KEY;
+use super::queries::SORT_KEY;
 use crate::store::entity::person;
 
 /// The text a "contains" search looks in, over `person`'s columns: what the migrations store
