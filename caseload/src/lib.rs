@@ -2,7 +2,8 @@
 //! staff users who sign in and act on them.
 //!
 //! # Layout
-//! - [`store`]: the only place caseload's SQL lives, its SeaORM entities included.
+//! - [`store`]: the only place caseload's SQL lives, its SeaORM entities included; the
+//!   modules below decide, and read and write through it.
 //! - [`users`]: staff users, roles, password checks (argon2), accounts and API tokens.
 //! - [`people_sync`]: people brought in from the school's records and kept in step;
 //!   [`people_import`]: the same from an uploaded CSV file, by a queue task.
