@@ -69,6 +69,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000200_coach_changes::Migration),
             Box::new(m20261129_000300_early_alerts::Migration),
             Box::new(m20261129_000400_task_notices::Migration),
+            Box::new(queue::schema::m20261129_000170_owner_turns::Migration),
         ]
     }
 }

@@ -33,3 +33,16 @@ async fn apply_roll_back_and_reapply(db: TestDatabase) {
     assert_eq!(db.scalar("SELECT COUNT(*) FROM program_status").await, 7);
     assert_eq!(db.scalar("SELECT COUNT(*) FROM person").await, 0);
 }
+
+/// The product's list names the queue's migrations one by one; a queue migration left out
+/// would leave every product database without it while the queue's own tests pass.
+#[test]
+fn every_queue_migration_is_in_the_product_list() {
+    let names = |migrations: Vec<Box<dyn sea_orm_migration::MigrationTrait>>| -> Vec<String> {
+        migrations.iter().map(|m| m.name().to_owned()).collect()
+    };
+    let product = names(migration::Migrator::migrations());
+    for queue in names(queue::schema::QueueMigrator::migrations()) {
+        assert!(product.contains(&queue), "{queue} is missing from Migrator");
+    }
+}
