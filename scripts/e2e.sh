@@ -51,7 +51,7 @@ print(*[s.getsockname()[1] for s in sockets])' $((2 * E2E_WORKERS)))
 export BULKQ_LOG=warn
 export E2E_STAFF_PASSWORD="staff-password-$RANDOM-$RANDOM" E2E_ADMIN_PASSWORD="admin-password-$RANDOM-$RANDOM"
 export E2E_OTHER_PASSWORD="other-password-$RANDOM-$RANDOM" E2E_EXPLORER_PASSWORD="explorer-password-$RANDOM-$RANDOM"
-export E2E_NEWCOMER_PASSWORD="newcomer-password-$RANDOM-$RANDOM"
+export E2E_NEWCOMER_PASSWORD="newcomer-password-$RANDOM-$RANDOM" E2E_BELL_PASSWORD="bell-password-$RANDOM-$RANDOM"
 
 # A database with the test users, the same for every server.
 prepare_database() {
@@ -65,13 +65,16 @@ prepare_database() {
   "$bin" seed --people 500 --seed 7 >/dev/null
   # Created after the seed, so these coach nobody. e2e-other owns the tasks that e2e-staff
   # must not see. e2e-explorer and e2e-newcomer each belong to one flow, which so knows all
-  # their tasks: explorer.spec.ts's own, and none at all (my-tasks.spec.ts).
+  # their tasks: explorer.spec.ts's own, and none at all (my-tasks.spec.ts); e2e-bell's
+  # are the bell flow's (notifications.spec.ts).
   "$bin" user create --username e2e-other --display-name "Olu Other" --role staff \
     --password "$E2E_OTHER_PASSWORD" >/dev/null
   "$bin" user create --username e2e-explorer --display-name "Eli Explorer" --role staff \
     --password "$E2E_EXPLORER_PASSWORD" >/dev/null
   "$bin" user create --username e2e-newcomer --display-name "Nia Newcomer" --role admin \
     --password "$E2E_NEWCOMER_PASSWORD" >/dev/null
+  "$bin" user create --username e2e-bell --display-name "Bea Bell" --role staff \
+    --password "$E2E_BELL_PASSWORD" >/dev/null
 }
 
 base_urls=()

@@ -27,6 +27,7 @@ use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 use crate::pages::{
     account::AccountPage,
     alert_reasons::AlertReasonsPage,
+    audit::AuditPage,
     caseload::CaseloadPage,
     imports::{ImportPreviewPage, ImportsPage},
     not_found::NotFound,
@@ -100,6 +101,11 @@ pub fn App() -> impl IntoView {
                     ssr=SsrMode::Async
                 />
                 <Route path=(StaticSegment("admin"), StaticSegment("tasks")) view=AllTasksPage />
+                <Route
+                    path=(StaticSegment("admin"), StaticSegment("audit"))
+                    view=AuditPage
+                    ssr=SsrMode::Async
+                />
                 <Route
                     path=(StaticSegment("admin"), StaticSegment("alert-reasons"))
                     view=AlertReasonsPage

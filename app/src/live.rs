@@ -61,7 +61,7 @@ pub fn coalesced(
 #[cfg(feature = "hydrate")]
 mod browser {
     use std::cell::{Cell, RefCell};
-    use std::rc::Rc;
+    use std::rc::{Rc, Weak};
     use std::time::Duration;
 
     use send_wrapper::SendWrapper;
@@ -78,7 +78,7 @@ mod browser {
     /// behind it restarts, or a 401 once signed out (hence the longer waits).
     const REOPEN_AFTER_SECS: [u64; 5] = [1, 2, 5, 10, 30];
 
-    /// A page's stream across reopenings; dropped with the component.
+    /// The page's stream across reopenings; closed when its last listener unmounts.
     #[derive(Default)]
     struct Stream {
         open: RefCell<Option<OpenSource>>,
@@ -94,17 +94,67 @@ mod browser {
         _on_error: Closure<dyn Fn(Event)>,
     }
 
+    /// The page's one stream and everything mounted that listens to it: the top bar's bell
+    /// and the page itself share a connection (the server limits streams per user).
+    /// Something mounted that listens, by the id it unmounts with.
+    type Listener = (u64, Rc<dyn Fn(LiveMessage)>);
+
+    #[derive(Default)]
+    struct Hub {
+        stream: Rc<Stream>,
+        listeners: RefCell<Vec<Listener>>,
+        next_id: Cell<u64>,
+    }
+
+    thread_local! {
+        static HUB: RefCell<Option<Rc<Hub>>> = const { RefCell::new(None) };
+    }
+
     pub fn connect(on_message: impl Fn(LiveMessage) + Clone + 'static) {
-        let stream = Rc::new(Stream::default());
-        open(&stream, on_message);
-        let held = SendWrapper::new(stream);
+        let hub = HUB.with(|hub| {
+            hub.borrow_mut()
+                .get_or_insert_with(|| {
+                    let hub = Rc::new(Hub::default());
+                    open(&hub.stream, broadcast(Rc::downgrade(&hub)));
+                    hub
+                })
+                .clone()
+        });
+        let id = hub.next_id.get();
+        hub.next_id.set(id + 1);
+        hub.listeners.borrow_mut().push((id, Rc::new(on_message)));
+        let held = SendWrapper::new(hub);
         on_cleanup(move || {
-            let stream = held.take();
-            stream.ended.set(true);
-            if let Some(open) = stream.open.borrow_mut().take() {
+            let hub = held.take();
+            hub.listeners.borrow_mut().retain(|(other, _)| *other != id);
+            if !hub.listeners.borrow().is_empty() {
+                return;
+            }
+            HUB.with(|current| current.borrow_mut().take());
+            hub.stream.ended.set(true);
+            if let Some(open) = hub.stream.open.borrow_mut().take() {
                 open.source.close();
             }
         });
+    }
+
+    /// Hands each message to every listener of `hub` (a copy of the list, so a listener may
+    /// mount or unmount others while it runs).
+    fn broadcast(hub: Weak<Hub>) -> impl Fn(LiveMessage) + Clone + 'static {
+        move |message| {
+            let Some(hub) = hub.upgrade() else {
+                return;
+            };
+            let listeners: Vec<_> = hub
+                .listeners
+                .borrow()
+                .iter()
+                .map(|(_, l)| l.clone())
+                .collect();
+            for listener in listeners {
+                listener(message.clone());
+            }
+        }
     }
 
     /// Opens the stream anew, replacing (and closing) the one the browser gave up on.

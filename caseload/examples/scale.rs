@@ -403,6 +403,7 @@ async fn run_action(
                 db.get_database_backend(),
             ),
             email_log_retention: caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT,
+            audit_retention: caseload::audit::AUDIT_RETENTION_DEFAULT,
         },
     )?;
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;
@@ -475,7 +476,8 @@ async fn import(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std:
         let previewed = started.elapsed().as_secs_f64() - uploaded;
         let applying = Instant::now();
         let spec = ImportSpec::of(&upload, &seen, false);
-        let task = start_import(&store, user.id, &user.username, &spec).await?;
+        let by = caseload::audit::Actor::staff(user.id, &user.username, "");
+        let task = start_import(&store, &by, &spec).await?;
         let finished = ended(&store, task.id).await?;
         let applied = applying.elapsed().as_secs_f64();
         let seconds = started.elapsed().as_secs_f64();

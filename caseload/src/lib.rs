@@ -15,11 +15,14 @@
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
 //!   [`export`], [`email`], [`coach_reassignment`], [`early_alerts`]; [`coach_notices`]
 //!   tell coaches of their people once per task; [`task_notices`] tell owners when their
-//!   tasks end.
+//!   tasks end; the [`bell`] shows them in the dashboard.
+//! - [`audit`]: the audit trail of admins' acts and account changes.
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
 
 pub mod access;
 pub mod actions;
+pub mod audit;
+pub mod bell;
 pub mod coach_notices;
 pub mod coach_reassignment;
 pub mod early_alerts;

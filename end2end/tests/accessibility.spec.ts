@@ -1,18 +1,8 @@
-import AxeBuilder from '@axe-core/playwright';
 import { Browser, expect, Page, TestInfo } from '@playwright/test';
-import { hydrated, pageAs, screenshot, test, users } from './helpers';
+import { expectAccessible, hydrated, pageAs, screenshot, test, users } from './helpers';
 
 const widths = { desktop: { width: 1280, height: 800 }, phone: { width: 375, height: 740 } };
 const themes = ['light', 'dark'] as const;
-
-/** Fails on any serious or critical WCAG 2.1 A/AA violation axe-core finds on the page. */
-async function expectAccessible(page: Page, what: string) {
-  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
-  expect(bad, `${what}: ${bad.join('; ')}`).toEqual([]);
-}
 
 /** Fails when the page is wider than the window: at phone width nothing may need a
  * sideways scroll of the whole page (wide tables scroll inside their own box). */
@@ -45,7 +35,7 @@ async function checkPages(browser: Browser, paths: string[], testInfo: TestInfo)
 }
 
 // One test per page, so each has its own time budget and the two workers share them.
-for (const path of ['/', '/tasks', '/admin/tasks', '/admin/queue', '/admin/users', '/admin/imports', '/admin/alert-reasons', '/account', '/no-such-page']) {
+for (const path of ['/', '/tasks', '/admin/tasks', '/admin/queue', '/admin/users', '/admin/imports', '/admin/alert-reasons', '/admin/audit', '/account', '/no-such-page']) {
   test(`${path} passes axe-core in light and dark, at desktop and phone widths`, async ({ browser }, testInfo) => {
     test.setTimeout(120_000);
     await checkPages(browser, [path], testInfo);

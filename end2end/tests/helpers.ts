@@ -1,3 +1,4 @@
+import AxeBuilder from '@axe-core/playwright';
 import { test as base, Browser, BrowserContext, BrowserContextOptions, expect, Locator, Page, TestInfo } from '@playwright/test';
 
 /** The contexts the running test opened through `pageAs`. An open page keeps its live
@@ -32,14 +33,16 @@ export const test = base.extend<{ closeOpenedPages: void }>({
 type User = { username: string; password: string; name: string };
 
 /** Credentials of the users scripts/e2e.sh created for this run. e2e-staff coaches most of
- * the seeded people (and may act on all of them); the others coach nobody. `explorer` and
- * `newcomer` are each used by one flow only, which may count on their tasks being its own. */
+ * the seeded people (and may act on all of them); the others coach nobody. `explorer`,
+ * `newcomer` and `bell` are each used by one flow only, which may count on their tasks
+ * being its own. */
 export const users = {
   staff: { username: 'e2e-staff', password: process.env.E2E_STAFF_PASSWORD ?? '', name: 'Erin Staff' },
   admin: { username: 'e2e-admin', password: process.env.E2E_ADMIN_PASSWORD ?? '', name: 'Ari Admin' },
   other: { username: 'e2e-other', password: process.env.E2E_OTHER_PASSWORD ?? '', name: 'Olu Other' },
   explorer: { username: 'e2e-explorer', password: process.env.E2E_EXPLORER_PASSWORD ?? '', name: 'Eli Explorer' },
   newcomer: { username: 'e2e-newcomer', password: process.env.E2E_NEWCOMER_PASSWORD ?? '', name: 'Nia Newcomer' },
+  bell: { username: 'e2e-bell', password: process.env.E2E_BELL_PASSWORD ?? '', name: 'Bea Bell' },
 };
 
 /** Waits until the WASM has hydrated the page, so clicks reach the app. */
@@ -168,4 +171,13 @@ export function reportCount(page: Page, label: string): Locator {
     .getByTestId('report')
     .locator('dt', { hasText: new RegExp(`^${label}$`) })
     .locator('xpath=following-sibling::dd[1]');
+}
+
+/** Fails on any serious or critical WCAG 2.1 A/AA violation axe-core finds on the page. */
+export async function expectAccessible(page: Page, what: string) {
+  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  const bad = results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+  expect(bad, `${what}: ${bad.join('; ')}`).toEqual([]);
 }

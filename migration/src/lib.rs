@@ -20,6 +20,8 @@ mod m20261128_000190_people_imports;
 mod m20261129_000200_coach_changes;
 mod m20261129_000300_early_alerts;
 mod m20261129_000400_task_notices;
+mod m20261129_000500_audit_trail;
+mod m20261129_000600_notices_seen;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -70,6 +72,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000300_early_alerts::Migration),
             Box::new(m20261129_000400_task_notices::Migration),
             Box::new(queue::schema::m20261129_000170_owner_turns::Migration),
+            Box::new(m20261129_000500_audit_trail::Migration),
+            Box::new(m20261129_000600_notices_seen::Migration),
         ]
     }
 }

@@ -264,6 +264,7 @@ fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Regist
                 || caseload::actions::batch_time_default(queue::database::backend_of(database_url)),
             ),
             email_log_retention: options.email_log_retention,
+            audit_retention: options.audit_retention,
         },
     )
     .with_context(|| format!("preparing {}", options.exports_dir.display()))?;

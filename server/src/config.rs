@@ -321,6 +321,10 @@ pub struct ServeOptions {
     /// task's sends are kept whatever their age).
     #[arg(long, env = "BULKQ_EMAIL_LOG_RETENTION", default_value = "90days", value_parser = positive_duration)]
     pub email_log_retention: Duration,
+    /// How long the audit trail keeps who did what (admin acts, pauses, accounts, tokens);
+    /// then a periodic job forgets it.
+    #[arg(long, env = "BULKQ_AUDIT_RETENTION", default_value = "400days", value_parser = positive_duration)]
+    pub audit_retention: Duration,
     /// How long a request may take to produce its response before it is answered 503 (a
     /// live update stream's body may go on).
     #[arg(long, env = "BULKQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
@@ -454,6 +458,10 @@ mod tests {
         assert_eq!(
             serve.email_log_retention,
             caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT
+        );
+        assert_eq!(
+            serve.audit_retention,
+            caseload::audit::AUDIT_RETENTION_DEFAULT
         );
         assert_eq!(serve.max_connections, 768);
         assert_eq!(serve.concurrent_password_hashes, 2);

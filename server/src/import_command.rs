@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bulkq_types::TaskStatus;
+use bulkq_types::audit::COMMAND_LINE;
 use caseload::actions::executors_for_import;
+use caseload::audit::Actor;
 use caseload::people_import::preview::preview;
 use caseload::people_import::report::{REPORT_HEADER, report_page};
 use caseload::people_import::start::start_import;
@@ -163,7 +165,8 @@ async fn run_import(
     admin_name: &str,
     batch_size: u64,
 ) -> anyhow::Result<uuid::Uuid> {
-    let task_id = start_import(store, admin_id, admin_name, spec).await?.id;
+    let by = Actor::staff(admin_id, admin_name, COMMAND_LINE);
+    let task_id = start_import(store, &by, spec).await?.id;
     let mut registry = Registry::new();
     executors_for_import(&mut registry, batch_size);
     let runtime = Runtime::start(

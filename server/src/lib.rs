@@ -8,7 +8,8 @@
 //! - [`api`]: the versioned JSON API (`/api/1`).
 //! - [`commands`]: what each subcommand does; [`user_commands`]: `bulkq user ...`;
 //!   [`import_command`]: `bulkq import people`; [`imports`]: the same file's upload and error
-//!   report on the dashboard; [`backup`]: `bulkq backup`.
+//!   report on the dashboard; [`audit_csv`]: the audit trail's download; [`backup`]:
+//!   `bulkq backup`.
 //! - [`http_server`]: the listener, its connection limits and its drain.
 //! - [`web`]: the router (sessions in the database through
 //!   `app::api::session_store`); [`auth_gate`]: the sign-in gate; [`csrf`]: cross-site
@@ -22,6 +23,7 @@
 //! - [`queue_threads`]: the queue's own threads, at a lower CPU priority than people's.
 
 pub mod api;
+pub mod audit_csv;
 pub mod auth_gate;
 pub mod backup;
 pub mod client_address;

@@ -2,9 +2,10 @@
 //! (the last enabled admin stays; disabling or resetting ends the user's sessions).
 
 use app::api::session_store::DatabaseSessionStore;
+use bulkq_types::audit::AuditAct;
+use caseload::audit::{Actor, record};
 use caseload::users::accounts::{self, Account};
 use caseload::users::{NewStaffUser, Role, create_user};
-use sea_orm::{DatabaseConnection, TransactionTrait};
 
 use crate::config::{CreateUserArgs, UserCommand};
 use crate::database_target::DatabaseTarget;
@@ -14,33 +15,39 @@ pub async fn run(database: &DatabaseTarget, command: UserCommand) -> anyhow::Res
     let db = database
         .open(queue::database::DEFAULT_MAX_CONNECTIONS)
         .await?;
+    // Writes begin as the server's do (`BEGIN IMMEDIATE` on SQLite), so a running server's
+    // writes are waited for rather than failing the command.
+    let store = queue::Store::new(db.clone());
+    let by = Actor::command_line();
     match command {
         UserCommand::List => {
             println!("{}", account_table(&accounts::list_accounts(&db).await?));
         }
-        UserCommand::Create(args) => create(&db, args).await?,
+        UserCommand::Create(args) => create(&store, &by, args).await?,
         UserCommand::Disable(args) => {
-            let txn = db.begin().await?;
-            let account = accounts::set_disabled(&txn, &args.username, true).await?;
-            let ended = DatabaseSessionStore::delete_sessions_of(&txn, account.id).await?;
+            let txn = store.begin_write().await?;
+            let account = accounts::set_disabled(&*txn, &by, &args.username, true).await?;
+            let ended = DatabaseSessionStore::delete_sessions_of(&*txn, account.id).await?;
             txn.commit().await?;
             println!("Disabled {:?}; ended {ended} sessions.", account.username);
         }
         UserCommand::Enable(args) => {
-            let account = accounts::set_disabled(&db, &args.username, false).await?;
+            let txn = store.begin_write().await?;
+            let account = accounts::set_disabled(&*txn, &by, &args.username, false).await?;
+            txn.commit().await?;
             println!("Enabled {:?}.", account.username);
         }
         UserCommand::SetRole(args) => {
             let role: Role = args.role.parse()?;
-            let txn = db.begin().await?;
-            let account = accounts::set_role(&txn, &args.username, role).await?;
+            let txn = store.begin_write().await?;
+            let account = accounts::set_role(&*txn, &by, &args.username, role).await?;
             txn.commit().await?;
             println!("{:?} is now {}.", account.username, role.as_str());
         }
         UserCommand::ResetPassword(args) => {
-            let txn = db.begin().await?;
-            let (account, password) = accounts::reset_password(&txn, &args.username).await?;
-            DatabaseSessionStore::delete_sessions_of(&txn, account.id).await?;
+            let txn = store.begin_write().await?;
+            let (account, password) = accounts::reset_password(&*txn, &by, &args.username).await?;
+            DatabaseSessionStore::delete_sessions_of(&*txn, account.id).await?;
             txn.commit().await?;
             println!(
                 "One-time password of {:?} (to change at the next sign-in): {password}",
@@ -48,7 +55,10 @@ pub async fn run(database: &DatabaseTarget, command: UserCommand) -> anyhow::Res
             );
         }
         UserCommand::SetEmail(args) => {
-            let account = accounts::set_email(&db, &args.username, args.email.as_deref()).await?;
+            let txn = store.begin_write().await?;
+            let account =
+                accounts::set_email(&*txn, &by, &args.username, args.email.as_deref()).await?;
+            txn.commit().await?;
             match account.email {
                 Some(email) => println!("{:?} is told things at {email}.", account.username),
                 None => println!("{:?} has no email address on file.", account.username),
@@ -59,31 +69,33 @@ pub async fn run(database: &DatabaseTarget, command: UserCommand) -> anyhow::Res
 }
 
 /// `user create`: with the given password, or a one-time one to change at first sign-in.
-async fn create(db: &DatabaseConnection, args: CreateUserArgs) -> anyhow::Result<()> {
+async fn create(store: &queue::Store, by: &Actor, args: CreateUserArgs) -> anyhow::Result<()> {
     let role: Role = args.role.parse()?;
     let display_name = args.display_name.unwrap_or_default();
-    match args.password {
+    let txn = store.begin_write().await?;
+    let (username, one_time_password) = match args.password {
         Some(password) => {
-            let user = create_user(
-                db,
-                NewStaffUser {
-                    username: args.username,
-                    display_name,
-                    role,
-                    password,
-                },
-            )
-            .await?;
-            println!("Created {} user {:?}.", role.as_str(), user.username);
+            let new = NewStaffUser {
+                username: args.username,
+                display_name,
+                role,
+                password,
+            };
+            let username = create_user(&*txn, new).await?.username;
+            let detail = format!("role: {}", role.as_str());
+            record(&*txn, by, AuditAct::UserCreate, &[&username], detail).await?;
+            (username, None)
         }
         None => {
-            let txn = db.begin().await?;
             let (account, password) =
-                accounts::create_account(&txn, &args.username, &display_name, role).await?;
-            txn.commit().await?;
-            println!("Created {} user {:?}.", role.as_str(), account.username);
-            println!("One-time password (to change at the first sign-in): {password}");
+                accounts::create_account(&*txn, by, &args.username, &display_name, role).await?;
+            (account.username, Some(password))
         }
+    };
+    txn.commit().await?;
+    println!("Created {} user {username:?}.", role.as_str());
+    if let Some(password) = one_time_password {
+        println!("One-time password (to change at the first sign-in): {password}");
     }
     Ok(())
 }

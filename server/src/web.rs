@@ -93,6 +93,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         draining: options.draining.clone(),
     });
     let imports = crate::imports::routes(state.clone());
+    let audit_csv = crate::audit_csv::routes(state.clone());
     let context = move || provide_context(state.clone());
     let render = {
         let leptos_options = leptos_options.clone();
@@ -110,6 +111,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions, options: &WebOptio
         )
         .nest("/api/1", api)
         .merge(imports)
+        .merge(audit_csv)
         .leptos_routes_with_context(&leptos_options, PAGES.clone(), context, render)
         .fallback(leptos_axum::file_and_error_handler(shell))
         .layer(axum::middleware::from_fn(auth_gate::require_sign_in))

@@ -1,5 +1,5 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: staff
-//! [`accounts`] and tokens, people from the school's records ([`person_records`], [`people_import`]), a task's
+//! [`accounts`] and tokens, the [`audit`] trail's acts and filters, people from the school's records ([`person_records`], [`people_import`]), a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
 //! reports ([`actions`]), early [`alerts`], what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
 //! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
@@ -12,6 +12,7 @@
 pub mod accounts;
 pub mod actions;
 pub mod alerts;
+pub mod audit;
 pub mod export;
 pub mod filter;
 pub mod node;

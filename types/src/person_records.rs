@@ -64,6 +64,14 @@ impl SyncCounts {
     pub fn wrote_anything(&self) -> bool {
         self.created + self.changed + self.retired > 0
     }
+
+    /// "2 created, 1 changed, 0 unchanged, 0 retired".
+    pub fn words(&self) -> String {
+        format!(
+            "{} created, {} changed, {} unchanged, {} retired",
+            self.created, self.changed, self.unchanged, self.retired
+        )
+    }
 }
 
 /// What happened to one person.

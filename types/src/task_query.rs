@@ -212,29 +212,14 @@ impl TaskQuery {
                 None => search.owner = Some(owner),
             }
         }
-        let from = given(&self.created_from).map(|day| parse_day(&day));
-        let to = given(&self.created_to).map(|day| parse_day(&day));
-        match from {
-            Some(Ok(day)) => search.created_from = Some(start_of(day)),
-            Some(Err(message)) => problem("created_from", message),
-            None => {}
-        }
-        match to {
-            // The day after 9999-12-31 is past what SQLite orders, and past every task.
-            Some(Ok(day)) => {
-                search.created_until = day
-                    .succ_opt()
-                    .filter(|next| next.year() <= 9999)
-                    .map(start_of)
-            }
-            Some(Err(message)) => problem("created_to", message),
-            None => {}
-        }
-        if let (Some(from), Some(until)) = (search.created_from, search.created_until)
-            && until <= from
-        {
-            problem("created_to", "must not be before created_from".to_owned());
-        }
+        let span = day_span(
+            given(&self.created_from),
+            given(&self.created_to),
+            ["created_from", "created_to"],
+            &mut problem,
+        );
+        search.created_from = span.from;
+        search.created_until = span.until;
         if let Some(id) = given(&self.id) {
             match Uuid::parse_str(&id) {
                 Ok(id) => search.id = Some(id),
@@ -262,7 +247,7 @@ impl TaskQuery {
 }
 
 /// What is wrong with a name a filter compares with, if anything.
-fn name_problem(name: &str, max_len: usize) -> Option<String> {
+pub(crate) fn name_problem(name: &str, max_len: usize) -> Option<String> {
     if name.chars().count() > max_len {
         return Some(format!("must be at most {max_len} characters"));
     }
@@ -285,6 +270,49 @@ fn parse_statuses(text: &str) -> Result<Vec<TaskStatus>, String> {
         }
     }
     Ok(statuses)
+}
+
+/// The times from the start of one day to the end of another, both `YYYY-MM-DD` (UTC) and
+/// either open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DaySpan {
+    /// At or after this.
+    pub from: Option<DateTime<Utc>>,
+    /// Before this.
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// The span of days `from` to `to` (both included), reporting a bad day or a reversed span
+/// under `fields` (the names of the two ends in the request).
+pub(crate) fn day_span(
+    from: Option<String>,
+    to: Option<String>,
+    fields: [&str; 2],
+    problem: &mut impl FnMut(&str, String),
+) -> DaySpan {
+    let mut span = DaySpan::default();
+    match from.map(|day| parse_day(&day)) {
+        Some(Ok(day)) => span.from = Some(start_of(day)),
+        Some(Err(message)) => problem(fields[0], message),
+        None => {}
+    }
+    match to.map(|day| parse_day(&day)) {
+        // The day after 9999-12-31 is past what SQLite orders, and past every row.
+        Some(Ok(day)) => {
+            span.until = day
+                .succ_opt()
+                .filter(|next| next.year() <= 9999)
+                .map(start_of)
+        }
+        Some(Err(message)) => problem(fields[1], message),
+        None => {}
+    }
+    if let (Some(from), Some(until)) = (span.from, span.until)
+        && until <= from
+    {
+        problem(fields[1], format!("must not be before {}", fields[0]));
+    }
+    span
 }
 
 /// A day from year 1 to 9999: as far as both databases compare stored times in order (SQLite

@@ -141,8 +141,8 @@ pub mod ssr_impl {
     use super::*;
     use crate::api::session_store::DatabaseSessionStore;
     use crate::api::ssr::{
-        SESSION_MUST_CHANGE_PASSWORD, current_user, internal, require_admin, require_user, session,
-        state,
+        SESSION_MUST_CHANGE_PASSWORD, actor, current_user, internal, request_client, require_admin,
+        require_user, session, state,
     };
 
     /// A write transaction of a person's request.
@@ -165,8 +165,9 @@ pub mod ssr_impl {
     ) -> Result<OneTimePassword, AppError> {
         let admin = require_admin().await?;
         let txn = begin().await?;
+        let by = actor(&admin, request_client());
         let (account, password) =
-            accounts::create_account(&*txn, &username, &display_name, role).await?;
+            accounts::create_account(&*txn, &by, &username, &display_name, role).await?;
         commit(txn).await?;
         tracing::info!(admin = %admin.username, user = %account.username, role = role.as_str(), "created an account");
         Ok(OneTimePassword {
@@ -178,7 +179,8 @@ pub mod ssr_impl {
     pub async fn set_disabled(username: String, disabled: bool) -> Result<Account, AppError> {
         let admin = require_admin().await?;
         let txn = begin().await?;
-        let account = accounts::set_disabled(&*txn, &username, disabled).await?;
+        let by = actor(&admin, request_client());
+        let account = accounts::set_disabled(&*txn, &by, &username, disabled).await?;
         if disabled {
             DatabaseSessionStore::delete_sessions_of(&*txn, account.id)
                 .await
@@ -192,7 +194,8 @@ pub mod ssr_impl {
     pub async fn set_role(username: String, role: Role) -> Result<Account, AppError> {
         let admin = require_admin().await?;
         let txn = begin().await?;
-        let account = accounts::set_role(&*txn, &username, role).await?;
+        let by = actor(&admin, request_client());
+        let account = accounts::set_role(&*txn, &by, &username, role).await?;
         commit(txn).await?;
         tracing::info!(admin = %admin.username, user = %account.username, role = role.as_str(), "changed a role");
         Ok(account)
@@ -201,7 +204,8 @@ pub mod ssr_impl {
     pub async fn reset_password(username: String) -> Result<OneTimePassword, AppError> {
         let admin = require_admin().await?;
         let txn = begin().await?;
-        let (account, password) = accounts::reset_password(&*txn, &username).await?;
+        let by = actor(&admin, request_client());
+        let (account, password) = accounts::reset_password(&*txn, &by, &username).await?;
         DatabaseSessionStore::delete_sessions_of(&*txn, account.id)
             .await
             .map_err(internal)?;
@@ -216,7 +220,8 @@ pub mod ssr_impl {
     pub async fn set_own_email(email: String) -> Result<Account, AppError> {
         let user = require_user().await?;
         let txn = begin().await?;
-        let account = accounts::set_email(&*txn, &user.username, Some(&email))
+        let by = actor(&user, request_client());
+        let account = accounts::set_email(&*txn, &by, &user.username, Some(&email))
             .await
             .map_err(|error| match error {
                 caseload::CaseloadError::Invalid(problem) => {
@@ -248,7 +253,8 @@ pub mod ssr_impl {
         // Not `require_user`: this is what a user who must change their password may do.
         let user = current_user().await?.ok_or(AppError::Unauthenticated)?;
         let txn = begin().await?;
-        accounts::change_password(&*txn, &user, &current, &new)
+        let by = actor(&user, request_client());
+        accounts::change_password(&*txn, &by, &user, &current, &new)
             .await
             .map_err(|error| match error {
                 caseload::CaseloadError::Invalid(problem) => {
@@ -273,8 +279,10 @@ pub mod ssr_impl {
     ) -> Result<NewTokenSecret, AppError> {
         let user = require_user().await?;
         let txn = begin().await?;
+        let by = actor(&user, request_client());
         let (token, secret) = tokens::create_token(
             &*txn,
+            &by,
             user.id,
             tokens::NewToken {
                 name,
@@ -291,7 +299,8 @@ pub mod ssr_impl {
     pub async fn revoke_token(id: Uuid) -> Result<(), AppError> {
         let user = require_user().await?;
         let txn = begin().await?;
-        if !tokens::revoke_token(&*txn, user.id, id).await? {
+        let by = actor(&user, request_client());
+        if !tokens::revoke_token(&*txn, &by, user.id, id).await? {
             return Err(AppError::NotFound("Token".into()));
         }
         commit(txn).await?;

@@ -129,19 +129,21 @@ pub async fn get_queue_health(#[server(default)] action: String) -> Result<Queue
 /// Makes a periodic job due now: this node runs it within moments (unless paused).
 #[server(endpoint = "run_periodic_job")]
 pub async fn run_periodic_job(name: String) -> Result<(), AppError> {
-    use crate::api::ssr::{require_user, respond, state};
-    respond(
-        async move { ssr_impl::run_periodic_now(&state()?, require_user().await?, &name).await },
-    )
+    use crate::api::ssr::{request_client, require_user, respond, state};
+    respond(async move {
+        let user = require_user().await?;
+        ssr_impl::run_periodic_now(&state()?, user, request_client(), &name).await
+    })
     .await
 }
 
 /// Pauses a periodic job (no node runs it) or resumes it.
 #[server(endpoint = "set_periodic_paused")]
 pub async fn set_periodic_paused(name: String, paused: bool) -> Result<(), AppError> {
-    use crate::api::ssr::{require_user, respond, state};
+    use crate::api::ssr::{request_client, require_user, respond, state};
     respond(async move {
-        ssr_impl::set_periodic_paused(&state()?, require_user().await?, &name, paused).await
+        let user = require_user().await?;
+        ssr_impl::set_periodic_paused(&state()?, user, request_client(), &name, paused).await
     })
     .await
 }
@@ -175,7 +177,13 @@ pub mod ssr_impl {
     use super::*;
     use caseload::actions::export_files::exports_disk_use;
 
-    use crate::api::ssr::{AppState, action_name, internal, require_admin, state};
+    use bulkq_types::audit::AuditAct;
+
+    use crate::api::login_throttle::ClientAddress;
+    use crate::api::ssr::{
+        AppState, action_name, actor as audit_actor, audit_after, internal, request_client,
+        require_admin, state,
+    };
     use crate::api::tasks::ssr_impl::{TaskViews, task_filter};
 
     /// `user`, if an admin.
@@ -361,6 +369,7 @@ pub mod ssr_impl {
     pub async fn run_periodic_now(
         app: &AppState,
         user: StaffUser,
+        client: ClientAddress,
         name: &str,
     ) -> Result<(), AppError> {
         let admin = admin_only(user)?;
@@ -371,13 +380,15 @@ pub mod ssr_impl {
             ));
         }
         tracing::info!(admin = %admin.username, job = name, "periodic job run now");
-        Ok(())
+        let actor = audit_actor(&admin, client);
+        audit_after(app, &actor, AuditAct::PeriodicRunNow, &[name], "").await
     }
 
     /// Pauses or resumes periodic job `name` (admins); 404 when there is no such job.
     pub async fn set_periodic_paused(
         app: &AppState,
         user: StaffUser,
+        client: ClientAddress,
         name: &str,
         paused: bool,
     ) -> Result<(), AppError> {
@@ -399,7 +410,15 @@ pub mod ssr_impl {
             return Err(AppError::NotFound("Periodic job".into()));
         }
         tracing::info!(admin = %admin.username, job = name, paused, changed, "periodic job pause changed");
-        Ok(())
+        if !changed {
+            return Ok(());
+        }
+        let act = if paused {
+            AuditAct::PeriodicPause
+        } else {
+            AuditAct::PeriodicResume
+        };
+        audit_after(app, &audit_actor(&admin, client), act, &[name], "").await
     }
 
     pub async fn set_paused(action: String, paused: bool) -> Result<(), AppError> {
@@ -408,14 +427,24 @@ pub mod ssr_impl {
         if action.is_empty() {
             return Err(AppError::invalid("Name the action to pause."));
         }
-        let store = state()?.store;
-        if paused {
+        let app = state()?;
+        let store = &app.store;
+        let changed = if paused {
             store.component_pause(action, &admin.username).await
         } else {
             store.component_resume(action).await
         }
         .map_err(internal)?;
         tracing::info!(admin = %admin.username, action, paused, "action pause changed");
-        Ok(())
+        if !changed {
+            return Ok(());
+        }
+        let act = if paused {
+            AuditAct::ActionPause
+        } else {
+            AuditAct::ActionResume
+        };
+        let actor = audit_actor(&admin, request_client());
+        audit_after(&app, &actor, act, &[action], "").await
     }
 }

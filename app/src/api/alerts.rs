@@ -51,15 +51,23 @@ pub async fn close_alert(alert_id: Uuid) -> Result<EarlyAlert, AppError> {
 /// Adds a reason (admins).
 #[server(endpoint = "alert-reasons/add")]
 pub async fn add_alert_reason(name: String) -> Result<AlertReason, AppError> {
-    use crate::api::ssr::{require_user, respond, state};
-    respond(async { ssr_impl::add_reason(&state()?, require_user().await?, &name).await }).await
+    use crate::api::ssr::{request_client, require_user, respond, state};
+    respond(async {
+        let user = require_user().await?;
+        ssr_impl::add_reason(&state()?, user, request_client(), &name).await
+    })
+    .await
 }
 
 /// Retires a reason (admins): no new alert may give it.
 #[server(endpoint = "alert-reasons/retire")]
 pub async fn retire_alert_reason(code: String) -> Result<(), AppError> {
-    use crate::api::ssr::{require_user, respond, state};
-    respond(async { ssr_impl::retire_reason(&state()?, require_user().await?, &code).await }).await
+    use crate::api::ssr::{request_client, require_user, respond, state};
+    respond(async {
+        let user = require_user().await?;
+        ssr_impl::retire_reason(&state()?, user, request_client(), &code).await
+    })
+    .await
 }
 
 #[cfg(feature = "ssr")]
@@ -71,7 +79,10 @@ pub mod ssr_impl {
 
     use super::*;
     use crate::api::admin::ssr_impl::admin_only;
-    use crate::api::ssr::{AppState, internal};
+    use crate::api::login_throttle::ClientAddress;
+    use crate::api::ssr::{AppState, actor as audit_actor, internal};
+    use bulkq_types::audit::AuditAct;
+    use caseload::audit::record;
 
     async fn begin(state: &AppState) -> Result<WriteTransaction, AppError> {
         state
@@ -117,11 +128,15 @@ pub mod ssr_impl {
     pub async fn add_reason(
         state: &AppState,
         user: StaffUser,
+        client: ClientAddress,
         name: &str,
     ) -> Result<AlertReason, AppError> {
         let admin = admin_only(user)?;
         let txn = begin(state).await?;
         let reason = early_alerts::add_reason(&*txn, name).await?;
+        let by = audit_actor(&admin, client);
+        let target = format!("{} ({})", reason.name, reason.code);
+        record(&*txn, &by, AuditAct::AlertReasonAdd, &[target], "").await?;
         txn.commit().await.map_err(internal)?;
         tracing::info!(admin = %admin.username, reason = %reason.code, "added an alert reason");
         Ok(reason)
@@ -130,6 +145,7 @@ pub mod ssr_impl {
     pub async fn retire_reason(
         state: &AppState,
         user: StaffUser,
+        client: ClientAddress,
         code: &str,
     ) -> Result<(), AppError> {
         let admin = admin_only(user)?;
@@ -141,6 +157,8 @@ pub mod ssr_impl {
         early_alerts::retire_reason(&*txn, code, now)
             .await
             .map_err(|error| not_found(error, "Reason in use"))?;
+        let by = audit_actor(&admin, client);
+        record(&*txn, &by, AuditAct::AlertReasonRetire, &[code], "").await?;
         txn.commit().await.map_err(internal)?;
         tracing::info!(admin = %admin.username, reason = %code, "retired an alert reason");
         Ok(())

@@ -51,9 +51,9 @@ mod ssr_impl {
     use leptos::prelude::use_context;
 
     use super::SignedInUser;
-    use crate::api::login_throttle::{Attempt, ClientAddress};
+    use crate::api::login_throttle::Attempt;
     use crate::api::ssr::{
-        SESSION_MUST_CHANGE_PASSWORD, SESSION_USER_ID, db, internal, session, state,
+        SESSION_MUST_CHANGE_PASSWORD, SESSION_USER_ID, client_of, db, internal, session, state,
     };
     use crate::error::AppError;
 
@@ -90,7 +90,7 @@ mod ssr_impl {
         });
         let attempt = Attempt::new(
             &username,
-            client_address(parts.as_ref()),
+            client_of(parts.as_ref()),
             device_key.recognise(&username, cookies),
         );
         let db = db()?;
@@ -139,14 +139,6 @@ mod ssr_impl {
             "/"
         });
         Ok(())
-    }
-
-    /// The client's address as the server's middleware determined it (none in tests that
-    /// build requests by hand).
-    fn client_address(parts: Option<&http::request::Parts>) -> ClientAddress {
-        parts
-            .and_then(|parts| parts.extensions.get::<ClientAddress>().copied())
-            .unwrap_or(ClientAddress(None))
     }
 
     pub async fn end_session() -> Result<(), AppError> {

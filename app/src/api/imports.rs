@@ -59,7 +59,7 @@ mod ssr_impl {
     use caseload::people_import::{ImportSpec, count_rows, read_head};
 
     use super::*;
-    use crate::api::ssr::{require_admin, state};
+    use crate::api::ssr::{actor, request_client, require_admin, state};
 
     /// The finished upload `upload_id`, or a 404.
     async fn finished_upload(upload_id: Uuid) -> Result<Upload, AppError> {
@@ -107,7 +107,8 @@ mod ssr_impl {
         }
         let rows = count_rows(&app.db, &upload, head.first_row).await?;
         let spec = ImportSpec::new(&upload, mapping, head.first_row, rows, full_sync);
-        let task = start_import(&app.store, admin.id, &admin.username, &spec).await?;
+        let by = actor(&admin, request_client());
+        let task = start_import(&app.store, &by, &spec).await?;
         tracing::info!(admin = %admin.username, task = %task.id, file = %upload.file_name,
             "people import started");
         Ok(task.id)

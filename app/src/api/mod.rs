@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod alerts;
+pub mod audit;
 pub mod auth;
 pub mod bulk;
 pub mod caseload;
@@ -11,6 +12,7 @@ pub mod imports;
 pub mod known_device;
 #[cfg(feature = "ssr")]
 pub mod login_throttle;
+pub mod notices;
 #[cfg(feature = "ssr")]
 pub mod session_store;
 #[cfg(feature = "ssr")]

@@ -1,7 +1,9 @@
 //! Server-side helpers shared by every server function: the application state in context,
 //! the signed-in user, and turning domain errors into [`AppError`]s with the right status.
 
+use bulkq_types::audit::AuditAct;
 use bulkq_types::text::{Lines, control_character_problem};
+use caseload::audit::Actor;
 use caseload::users::StaffUser;
 use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
@@ -9,6 +11,7 @@ use sea_orm::DatabaseConnection;
 use tower_sessions::Session;
 use uuid::Uuid;
 
+use crate::api::login_throttle::ClientAddress;
 use crate::error::AppError;
 
 /// The session key holding the signed-in staff user's id.
@@ -118,6 +121,42 @@ pub async fn require_user() -> Result<StaffUser, AppError> {
 /// The signed-in admin, or why not.
 pub async fn require_admin() -> Result<StaffUser, AppError> {
     crate::api::admin::ssr_impl::admin_only(require_user().await?)
+}
+
+/// The client of the request being answered, as the server's middleware determined it.
+pub fn request_client() -> ClientAddress {
+    client_of(use_context::<http::request::Parts>().as_ref())
+}
+
+/// The client address the middleware stored in a request's parts (none in tests that build
+/// requests by hand).
+pub fn client_of(parts: Option<&http::request::Parts>) -> ClientAddress {
+    parts
+        .and_then(|parts| parts.extensions.get::<ClientAddress>().copied())
+        .unwrap_or(ClientAddress(None))
+}
+
+/// `user` acting from `client`, as the audit trail names them.
+pub fn actor(user: &StaffUser, client: ClientAddress) -> Actor {
+    Actor::user(user, client.0)
+}
+
+/// Records in the audit trail an act the queue has committed on its own, in a write
+/// transaction of its own just after.
+pub async fn audit_after(
+    app: &AppState,
+    actor: &Actor,
+    act: AuditAct,
+    targets: &[impl std::fmt::Display],
+    detail: impl Into<String>,
+) -> Result<(), AppError> {
+    let txn = app
+        .store
+        .begin_write_as(queue::WriteClass::Interactive)
+        .await
+        .map_err(internal)?;
+    caseload::audit::record(&*txn, actor, act, targets, detail).await?;
+    txn.commit().await.map_err(internal)
 }
 
 /// Runs a server function's body and, when it fails, sets the response status to match the

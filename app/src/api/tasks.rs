@@ -34,8 +34,11 @@ pub async fn list_tasks(query: TaskQuery) -> Result<TaskPage, AppError> {
 /// Cancels, retries, requeues or abandons the selected tasks.
 #[server(endpoint = "act_on_tasks", input = Json)]
 pub async fn act_on_tasks(request: ActRequest) -> Result<ActOutcome, AppError> {
-    use crate::api::ssr::{require_user, respond, state};
-    respond(async move { ssr_impl::act(&state()?, &require_user().await?, request).await }).await
+    use crate::api::ssr::{request_client, require_user, respond, state};
+    respond(async move {
+        ssr_impl::act(&state()?, &require_user().await?, request_client(), request).await
+    })
+    .await
 }
 
 #[cfg(feature = "ssr")]
@@ -49,7 +52,12 @@ pub mod ssr_impl {
     use queue::{BulkOutcome, Page, Store, Task, TaskFilter, TaskSelector};
 
     use super::*;
-    use crate::api::ssr::{AppState, abandon_reason, internal, require_user, state};
+    use bulkq_types::audit::AuditAct;
+
+    use crate::api::login_throttle::ClientAddress;
+    use crate::api::ssr::{
+        AppState, abandon_reason, actor as audit_actor, audit_after, internal, require_user, state,
+    };
 
     /// A page of the tasks `user` may see, as both doors answer a list.
     pub async fn task_page(
@@ -131,6 +139,7 @@ pub mod ssr_impl {
     pub async fn act(
         app: &AppState,
         user: &StaffUser,
+        client: ClientAddress,
         request: ActRequest,
     ) -> Result<ActOutcome, AppError> {
         let ActRequest {
@@ -194,6 +203,20 @@ pub mod ssr_impl {
             changed = outcome.changed.len(),
             "tasks acted on"
         );
+        if !outcome.changed.is_empty() {
+            let detail = match act {
+                TaskAct::Abandon => format!("reason: {reason}"),
+                _ => String::new(),
+            };
+            audit_after(
+                app,
+                &audit_actor(user, client),
+                act.into(),
+                &outcome.changed,
+                detail,
+            )
+            .await?;
+        }
         Ok(ActOutcome {
             changed: outcome.changed.len(),
             skipped: outcome.skipped.len() + unseen,
@@ -205,6 +228,7 @@ pub mod ssr_impl {
     pub async fn reschedule(
         app: &AppState,
         user: &StaffUser,
+        client: ClientAddress,
         id: Uuid,
         request: RescheduleRequest,
     ) -> Result<Task, AppError> {
@@ -224,6 +248,19 @@ pub mod ssr_impl {
             ));
         };
         tracing::info!(user = actor, task = %id, run_at = %task.run_at, priority = task.priority, "task rescheduled");
+        let detail = format!(
+            "run at {}, priority {}",
+            task.run_at.to_rfc3339(),
+            task.priority
+        );
+        audit_after(
+            app,
+            &audit_actor(user, client),
+            AuditAct::TaskReschedule,
+            &[id],
+            detail,
+        )
+        .await?;
         Ok(task)
     }
 
@@ -259,6 +296,7 @@ pub mod ssr_impl {
     pub async fn act_on_one(
         app: &AppState,
         user: &StaffUser,
+        client: ClientAddress,
         act: TaskAct,
         id: Uuid,
         reason: &str,
@@ -269,7 +307,7 @@ pub mod ssr_impl {
             selection: TaskSelection::Ids(vec![id]),
             reason: reason.to_owned(),
         };
-        let outcome = self::act(app, user, request).await?;
+        let outcome = self::act(app, user, client, request).await?;
         Ok(outcome.changed == 1)
     }
 
@@ -391,9 +429,10 @@ impl TaskDetail {
 /// owner's own or, for admins, anyone's.
 #[server(endpoint = "reschedule_task", input = Json)]
 pub async fn reschedule_task(id: Uuid, request: RescheduleRequest) -> Result<(), AppError> {
-    use crate::api::ssr::{require_user, respond, state};
+    use crate::api::ssr::{request_client, require_user, respond, state};
     respond(async move {
-        ssr_impl::reschedule(&state()?, &require_user().await?, id, request)
+        let user = require_user().await?;
+        ssr_impl::reschedule(&state()?, &user, request_client(), id, request)
             .await
             .map(drop)
     })
@@ -414,9 +453,10 @@ pub async fn act_on_task(
     act: TaskAct,
     #[server(default)] reason: String,
 ) -> Result<bool, AppError> {
-    use crate::api::ssr::{require_user, respond, state};
+    use crate::api::ssr::{request_client, require_user, respond, state};
     respond(async move {
-        ssr_impl::act_on_one(&state()?, &require_user().await?, act, id, &reason).await
+        let user = require_user().await?;
+        ssr_impl::act_on_one(&state()?, &user, request_client(), act, id, &reason).await
     })
     .await
 }

@@ -1,5 +1,6 @@
 //! Components shared by several pages.
 
+pub mod bell;
 pub mod feedback;
 pub mod pace;
 pub mod reschedule;

@@ -1,9 +1,10 @@
 //! The bar across the top of every signed-in page: product name, navigation, the theme
-//! toggle, the user and a sign-out button.
+//! toggle, the bell of finished tasks, the user and a sign-out button.
 
 use leptos::prelude::*;
 
 use crate::api::auth::{SignOut, get_current_user};
+use crate::components::bell::Bell;
 use crate::theme;
 
 /// Renders the top bar with the signed-in user's name and a sign-out button.
@@ -32,6 +33,7 @@ pub fn TopBar() -> impl IntoView {
                             <a href="/admin/users">"Users"</a>
                             <a href="/admin/imports">"Import people"</a>
                             <a href="/admin/alert-reasons">"Alert reasons"</a>
+                            <a href="/admin/audit">"Audit"</a>
                         })
                     })}
                 </Transition>
@@ -46,6 +48,7 @@ pub fn TopBar() -> impl IntoView {
                 >
                     {move || theme.get().label()}
                 </button>
+                <Bell />
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         user.await

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod alert_reasons;
+pub mod audit;
 pub mod caseload;
 pub mod imports;
 pub mod not_found;

@@ -68,10 +68,13 @@ pub struct ActionsConfig {
     pub batch_time_while_people_write: Duration,
     /// How long the email send log remembers a send.
     pub email_log_retention: Duration,
+    /// How long the audit trail keeps an entry.
+    pub audit_retention: Duration,
 }
 
 /// Registers every bulk action's executor, the people import and the cleanup jobs of export
-/// files, import uploads and the email send log, creating the exports directory.
+/// files, import uploads, the email send log and the audit trail, creating the exports
+/// directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
@@ -87,6 +90,7 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
             config.email_log_retention,
         ))
         .register_periodic(crate::task_notices::task_notice_job(config.mailer.clone()))
+        .register_periodic(crate::audit::audit_retention_job(config.audit_retention))
         .register(
             PEOPLE_IMPORT,
             PeopleImportExecutor {

@@ -24,9 +24,11 @@
 //! - `search`: the caseload search's counts, pages and walk steps, and the SQL they build.
 //! - `users`: staff users.
 //! - `tokens`: personal API tokens.
+//! - `audit`: the audit trail, written, paged and forgotten.
 
 pub(crate) mod alert_reasons;
 pub(crate) mod alerts;
+pub(crate) mod audit;
 pub(crate) mod coach_changes;
 pub(crate) mod coach_notices;
 pub(crate) mod email_log;

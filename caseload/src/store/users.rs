@@ -33,6 +33,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         email: Set(None),
         task_emails: Set(TaskEmails::default().as_str().to_owned()),
         failure_alerts: Set(false),
+        notices_seen_at: Set(None),
     }
     .insert(db)
     .await?)
@@ -150,6 +151,25 @@ pub(crate) async fn set<C: ConnectionTrait>(
     staff_user::Entity::update_many()
         .col_expr(column, Expr::value(value))
         .filter(staff_user::Column::Id.eq(id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// Moves an account's `notices_seen_at` forward to `at`, never back.
+pub(crate) async fn raise_notices_seen<C: ConnectionTrait>(
+    db: &C,
+    id: Uuid,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), CaseloadError> {
+    staff_user::Entity::update_many()
+        .col_expr(staff_user::Column::NoticesSeenAt, Expr::value(at))
+        .filter(staff_user::Column::Id.eq(id))
+        .filter(
+            sea_orm::Condition::any()
+                .add(staff_user::Column::NoticesSeenAt.is_null())
+                .add(staff_user::Column::NoticesSeenAt.lt(at)),
+        )
         .exec(db)
         .await?;
     Ok(())

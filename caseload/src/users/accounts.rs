@@ -5,9 +5,11 @@
 //! "at least one enabled admin" rule reads the admins with row locks (PostgreSQL) or under
 //! the one writer (SQLite), so two admins demoting each other at once cannot both succeed.
 //! Ending the sessions of a disabled or reset user is the web layer's part: it owns the
-//! session table.
+//! session table. Each change that changed something is recorded in the audit trail, in
+//! the same transaction, as done by `by`.
 
 pub use bulkq_types::accounts::{Account, TaskEmails};
+use bulkq_types::audit::AuditAct;
 use chrono::Utc;
 use sea_orm::ConnectionTrait;
 use uuid::Uuid;
@@ -15,6 +17,7 @@ use uuid::Uuid;
 use super::password::{hash_password, verify_password};
 use super::{NewStaffUser, Role, StaffUser, create_user, generate_password, password_policy};
 use crate::CaseloadError;
+use crate::audit::{self, Actor};
 use crate::store;
 use crate::store::entity::staff_user;
 
@@ -41,6 +44,7 @@ impl TryFrom<staff_user::Model> for Account {
 /// sign-in, and returns it with that password (the only time it is shown).
 pub async fn create_account<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     username: &str,
     display_name: &str,
     role: Role,
@@ -57,6 +61,8 @@ pub async fn create_account<C: ConnectionTrait>(
     )
     .await?;
     store::users::set(db, user.id, staff_user::Column::MustChangePassword, true).await?;
+    let detail = format!("role: {}", role.as_str());
+    audit::record(db, by, AuditAct::UserCreate, &[&user.username], detail).await?;
     Ok((find_account(db, &user.username).await?, password))
 }
 
@@ -84,6 +90,7 @@ pub async fn find_account<C: ConnectionTrait>(
 /// Returns the account as it now is.
 pub async fn set_disabled<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     username: &str,
     disabled: bool,
 ) -> Result<Account, CaseloadError> {
@@ -97,12 +104,21 @@ pub async fn set_disabled<C: ConnectionTrait>(
         (false, _) => None,
     };
     store::users::set(db, account.id, staff_user::Column::DisabledAt, disabled_at).await?;
+    if disabled != account.disabled_at.is_some() {
+        let act = if disabled {
+            AuditAct::UserDisable
+        } else {
+            AuditAct::UserEnable
+        };
+        audit::record(db, by, act, &[&account.username], "").await?;
+    }
     find_account(db, username).await
 }
 
 /// Gives an account a new role; demoting the last enabled admin is refused.
 pub async fn set_role<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     username: &str,
     role: Role,
 ) -> Result<Account, CaseloadError> {
@@ -111,6 +127,10 @@ pub async fn set_role<C: ConnectionTrait>(
         ensure_another_admin(db, account.id, "made staff").await?;
     }
     store::users::set(db, account.id, staff_user::Column::Role, role.as_str()).await?;
+    if role != account.role {
+        let detail = format!("role: {}", role.as_str());
+        audit::record(db, by, AuditAct::UserSetRole, &[&account.username], detail).await?;
+    }
     find_account(db, username).await
 }
 
@@ -118,6 +138,7 @@ pub async fn set_role<C: ConnectionTrait>(
 /// at; returns the account as it now is.
 pub async fn set_email<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     username: &str,
     email: Option<&str>,
 ) -> Result<Account, CaseloadError> {
@@ -137,6 +158,9 @@ pub async fn set_email<C: ConnectionTrait>(
         email.map(str::to_owned),
     )
     .await?;
+    if email != account.email.as_deref() {
+        audit::record(db, by, AuditAct::UserSetEmail, &[&account.username], "").await?;
+    }
     find_account(db, username).await
 }
 
@@ -180,12 +204,21 @@ const MAX_EMAIL_LEN: usize = 254;
 /// and returns it (the only time it is shown).
 pub async fn reset_password<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     username: &str,
 ) -> Result<(Account, String), CaseloadError> {
     let account = find_account(db, username).await?;
     let password = generate_password();
     let hash = hash_password(password.clone()).await?;
     store::users::set_password(db, account.id, hash, true).await?;
+    audit::record(
+        db,
+        by,
+        AuditAct::UserResetPassword,
+        &[&account.username],
+        "",
+    )
+    .await?;
     Ok((find_account(db, username).await?, password))
 }
 
@@ -193,6 +226,7 @@ pub async fn reset_password<C: ConnectionTrait>(
 /// pass the policy (and differ from the current one).
 pub async fn change_password<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     user: &StaffUser,
     current: &str,
     new: &str,
@@ -213,7 +247,7 @@ pub async fn change_password<C: ConnectionTrait>(
     password_policy::check(new, &user.username)?;
     let hash = hash_password(new.to_owned()).await?;
     store::users::set_password(db, user.id, hash, false).await?;
-    Ok(())
+    audit::record(db, by, AuditAct::UserChangePassword, &[&user.username], "").await
 }
 
 /// Refuses a change that would leave no enabled admin but `admin_id`'s account.

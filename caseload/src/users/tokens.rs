@@ -11,10 +11,12 @@ use sea_orm::ConnectionTrait;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use bulkq_types::audit::AuditAct;
 use bulkq_types::text::{Lines, control_character_problem};
 
 use super::{StaffUser, find_user};
 use crate::CaseloadError;
+use crate::audit::{self, Actor};
 use crate::store;
 use crate::store::entity::api_token;
 use crate::store::tokens::NewRow;
@@ -67,6 +69,7 @@ pub struct TokenHolder {
 /// outside the caller).
 pub async fn create_token<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     user_id: Uuid,
     new: NewToken,
 ) -> Result<(TokenInfo, String), CaseloadError> {
@@ -105,6 +108,20 @@ pub async fn create_token<C: ConnectionTrait>(
             .map(|days| now + Duration::days(days.into())),
     };
     let row = store::tokens::insert(db, row).await?;
+    let detail = format!(
+        "{}, {}",
+        if new.can_act {
+            "read and act"
+        } else {
+            "read only"
+        },
+        match new.expires_in_days {
+            Some(days) => format!("expires in {days} days"),
+            None => "never expires".to_owned(),
+        }
+    );
+    let target = format!("{} ({})", row.name, row.id);
+    audit::record(db, by, AuditAct::TokenCreate, &[target], detail).await?;
     Ok((row.into(), secret))
 }
 
@@ -123,10 +140,15 @@ pub async fn list_tokens<C: ConnectionTrait>(
 /// Revokes one of the user's own tokens; `false` when they hold no live token of that id.
 pub async fn revoke_token<C: ConnectionTrait>(
     db: &C,
+    by: &Actor,
     user_id: Uuid,
     token_id: Uuid,
 ) -> Result<bool, CaseloadError> {
-    Ok(store::tokens::revoke(db, user_id, token_id).await? == 1)
+    let revoked = store::tokens::revoke(db, user_id, token_id).await? == 1;
+    if revoked {
+        audit::record(db, by, AuditAct::TokenRevoke, &[token_id], "").await?;
+    }
+    Ok(revoked)
 }
 
 /// Who `secret` acts for: `None` unless it is a live token (not revoked, not expired) of an

@@ -140,6 +140,25 @@ impl Store {
             .await?)
     }
 
+    /// Up to `limit` of `owner_id`'s tasks that ended at or after `since`, the latest end
+    /// first: the dashboard's bell.
+    pub async fn tasks_ended_of(
+        &self,
+        owner_id: Uuid,
+        since: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<Task>, QueueError> {
+        Ok(task::Entity::find()
+            .filter(task::Column::OwnerId.eq(owner_id))
+            .filter(task::Column::WorkflowStoppedDate.gte(since))
+            .filter(task::Column::WorkflowStatus.is_in(TaskStatus::TERMINAL))
+            .order_by_desc(task::Column::WorkflowStoppedDate)
+            .order_by_desc(task::Column::Id)
+            .limit(limit)
+            .all(&self.db)
+            .await?)
+    }
+
     /// The newest task enqueued with `unique_key`, whatever its status, read within `conn`.
     pub(crate) async fn task_get_by_unique_key<C: ConnectionTrait>(
         &self,

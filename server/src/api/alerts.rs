@@ -55,7 +55,7 @@ pub async fn add_reason(
     user: ApiUser,
     ApiJson(request): ApiJson<NewAlertReason>,
 ) -> Result<(StatusCode, Json<AlertReason>), AppError> {
-    let reason = ssr_impl::add_reason(&state, user.0, &request.name).await?;
+    let reason = ssr_impl::add_reason(&state, user.0, user.1, &request.name).await?;
     Ok((StatusCode::CREATED, Json(reason)))
 }
 
@@ -74,7 +74,7 @@ pub async fn retire_reason(
     user: ApiUser,
     Path(code): Path<String>,
 ) -> Result<StatusCode, AppError> {
-    ssr_impl::retire_reason(&state, user.0, &code).await?;
+    ssr_impl::retire_reason(&state, user.0, user.1, &code).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -3,13 +3,15 @@
 //! all of it or, with a 422 naming every bad record's fields, none of it.
 
 use app::api::admin::ssr_impl::admin_only;
-use app::api::ssr::{AppState, internal};
+use app::api::ssr::{AppState, actor, internal};
 use app::error::{AppError, ErrorBody};
 use axum::Json;
 use axum::extract::State;
+use bulkq_types::audit::AuditAct;
 use bulkq_types::person_records::{
     MAX_RECORDS_PER_REQUEST, PeopleUpsert, SyncCounts, SyncOutcome, school_id_problem,
 };
+use caseload::audit::record;
 use caseload::people_sync::{apply, resolve, retire};
 use queue::WriteClass;
 use serde::{Deserialize, Serialize};
@@ -62,7 +64,8 @@ pub async fn upsert_people(
     user: ApiUser,
     ApiJson(request): ApiJson<PeopleUpsert>,
 ) -> Result<Json<PeopleSynced>, AppError> {
-    let admin = admin_only(user.0)?;
+    let ApiUser(user, client) = user;
+    let admin = admin_only(user)?;
     check_count(request.people.len(), "people")?;
     let txn = begin(&state).await?;
     let resolved = resolve(&*txn, &request.people).await?;
@@ -82,9 +85,19 @@ pub async fn upsert_people(
         return Err(named_problems(problems));
     }
     let outcomes = apply(&*txn, admin.id, &records, None, chrono::Utc::now()).await?;
-    txn.commit().await.map_err(internal)?;
     let mut counts = SyncCounts::default();
     outcomes.iter().for_each(|outcome| counts.add(*outcome));
+    let school_ids: Vec<&str> = request.people.iter().map(|p| p.school_id.trim()).collect();
+    let by = actor(&admin, client);
+    record(
+        &*txn,
+        &by,
+        AuditAct::PeopleUpsert,
+        &school_ids,
+        counts.words(),
+    )
+    .await?;
+    txn.commit().await.map_err(internal)?;
     tracing::info!(admin = %admin.username, ?counts, "people brought in step");
     Ok(Json(PeopleSynced { counts, outcomes }))
 }
@@ -107,7 +120,8 @@ pub async fn retire_people(
     user: ApiUser,
     ApiJson(request): ApiJson<PeopleRetire>,
 ) -> Result<Json<PeopleRetired>, AppError> {
-    let admin = admin_only(user.0)?;
+    let ApiUser(user, client) = user;
+    let admin = admin_only(user)?;
     check_count(request.school_ids.len(), "school_ids")?;
     let school_ids: Vec<String> = request
         .school_ids
@@ -127,15 +141,18 @@ pub async fn retire_people(
     }
     let txn = begin(&state).await?;
     let outcomes = retire(&*txn, admin.id, &school_ids, None, chrono::Utc::now()).await?;
-    txn.commit().await.map_err(internal)?;
     let mut counts = SyncCounts::default();
     let mut unknown = Vec::new();
-    for (school_id, outcome) in school_ids.into_iter().zip(outcomes) {
+    for (school_id, outcome) in school_ids.iter().zip(outcomes) {
         match outcome {
             Some(outcome) => counts.add(outcome),
-            None => unknown.push(school_id),
+            None => unknown.push(school_id.clone()),
         }
     }
+    let by = actor(&admin, client);
+    let detail = format!("{}, {} unknown", counts.words(), unknown.len());
+    record(&*txn, &by, AuditAct::PeopleRetire, &school_ids, detail).await?;
+    txn.commit().await.map_err(internal)?;
     tracing::info!(admin = %admin.username, ?counts, unknown = unknown.len(), "people retired");
     Ok(Json(PeopleRetired { counts, unknown }))
 }

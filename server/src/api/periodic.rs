@@ -42,7 +42,7 @@ pub async fn run_periodic_job(
     user: ApiUser,
     Path(name): Path<String>,
 ) -> Result<StatusCode, AppError> {
-    run_periodic_now(&state, user.0, &name).await?;
+    run_periodic_now(&state, user.0, user.1, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -61,7 +61,7 @@ pub async fn pause_periodic_job(
     user: ApiUser,
     Path(name): Path<String>,
 ) -> Result<StatusCode, AppError> {
-    set_periodic_paused(&state, user.0, &name, true).await?;
+    set_periodic_paused(&state, user.0, user.1, &name, true).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -81,6 +81,6 @@ pub async fn resume_periodic_job(
     user: ApiUser,
     Path(name): Path<String>,
 ) -> Result<StatusCode, AppError> {
-    set_periodic_paused(&state, user.0, &name, false).await?;
+    set_periodic_paused(&state, user.0, user.1, &name, false).await?;
     Ok(StatusCode::NO_CONTENT)
 }

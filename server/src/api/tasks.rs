@@ -56,7 +56,7 @@ pub async fn cancel_task(
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
-    if !act_on_one(&state, &user.0, TaskAct::Cancel, id, "").await? {
+    if !act_on_one(&state, &user.0, user.1, TaskAct::Cancel, id, "").await? {
         return Err(AppError::Conflict("The task has already finished.".into()));
     }
     let task = visible_task(&state.store, &user.0, id).await?;
@@ -85,7 +85,7 @@ pub async fn reschedule_task(
     ApiJson(request): ApiJson<RescheduleRequest>,
 ) -> Result<Json<TaskView>, AppError> {
     let id = parse_id(&id, "task")?;
-    let task = reschedule(&state, &user.0, id, request).await?;
+    let task = reschedule(&state, &user.0, user.1, id, request).await?;
     Ok(Json(view(task, &state, &user.0).await?))
 }
 
@@ -107,7 +107,7 @@ pub async fn act_on_tasks(
     user: ApiUser,
     ApiJson(request): ApiJson<ActRequest>,
 ) -> Result<Json<ActOutcome>, AppError> {
-    Ok(Json(act(&state, &user.0, request).await?))
+    Ok(Json(act(&state, &user.0, user.1, request).await?))
 }
 
 /// A path's id, or a 400 that says which id is not a UUID.

@@ -6,7 +6,8 @@
 //! one. Such requests need no CSRF check (`crate::csrf`): a browser never adds the header
 //! by itself.
 
-use app::api::ssr::{AppState, internal, session_user};
+use app::api::login_throttle::ClientAddress;
+use app::api::ssr::{AppState, client_of, internal, session_user};
 use app::error::AppError;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
@@ -16,8 +17,9 @@ use caseload::users::tokens::{record_use, token_holder, use_worth_recording};
 use queue::WriteClass;
 use tower_sessions::Session;
 
-/// The staff user making the request; extracting it answers 401 for anonymous requests.
-pub struct ApiUser(pub StaffUser);
+/// The staff user making the request, and the client it comes from (for the audit trail);
+/// extracting it answers 401 for anonymous requests.
+pub struct ApiUser(pub StaffUser, pub ClientAddress);
 
 impl<S> FromRequestParts<S> for ApiUser
 where
@@ -28,8 +30,10 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         let app = AppState::from_ref(state);
+        let client = client_of(Some(parts));
         if let Some(secret) = bearer_token(&parts.headers)? {
-            return token_user(&app, secret, &parts.method).await.map(ApiUser);
+            let user = token_user(&app, secret, &parts.method).await?;
+            return Ok(ApiUser(user, client));
         }
         let session = Session::from_request_parts(parts, state)
             .await
@@ -40,7 +44,7 @@ where
         if user.must_change_password {
             return Err(AppError::PasswordChangeRequired);
         }
-        Ok(ApiUser(user))
+        Ok(ApiUser(user, client))
     }
 }
 

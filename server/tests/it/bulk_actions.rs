@@ -90,6 +90,7 @@ impl Bulk {
                     db.conn.get_database_backend(),
                 ),
                 email_log_retention: caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT,
+                audit_retention: caseload::audit::AUDIT_RETENTION_DEFAULT,
             },
         )
         .unwrap();

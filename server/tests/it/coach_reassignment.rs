@@ -107,7 +107,7 @@ async fn a_coach_that_cannot_take_people_is_refused_by_field(db: TestDatabase) {
     // Taking the write lock at BEGIN: a deferred transaction that reads, then writes, is
     // refused at once on SQLite if the node committed in between.
     let txn = queue::database::begin_immediate(&db.conn).await.unwrap();
-    caseload::users::accounts::set_disabled(&txn, "gone", true)
+    caseload::users::accounts::set_disabled(&txn, &shell(), "gone", true)
         .await
         .unwrap();
     txn.commit().await.unwrap();

@@ -29,7 +29,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement}
 use tokio::process::Child;
 use uuid::Uuid;
 
-use crate::helpers::{NODE_LIMITS, add_user, uploaded};
+use crate::helpers::{NODE_LIMITS, add_user, shell, uploaded};
 use crate::nodes::{ScratchDir, kill};
 
 queue::backend_tests!(Migrator =>
@@ -152,7 +152,7 @@ async fn early_alerts_survive_killed_nodes(db: TestDatabase) {
     for n in 0..5 {
         let coach = add_user(&db, &format!("coach{n}"), Role::Staff).await;
         let address = format!("coach{n}@example.edu");
-        caseload::users::accounts::set_email(&db.conn, &coach.username, Some(&address))
+        caseload::users::accounts::set_email(&db.conn, &shell(), &coach.username, Some(&address))
             .await
             .unwrap();
         coaches.push(coach.id);
@@ -329,7 +329,8 @@ async fn a_people_import_survives_killed_nodes(db: TestDatabase) {
     let upload = uploaded(&store, admin.id, &csv).await;
     let seen = preview(&db.conn, &upload, None, false).await.unwrap();
     let spec = ImportSpec::of(&upload, &seen, false);
-    let task = start_import(&store, admin.id, "ada", &spec).await.unwrap();
+    let by = caseload::audit::Actor::staff(admin.id, "ada", "");
+    let task = start_import(&store, &by, &spec).await.unwrap();
 
     let run = run_with_kills(&db, &store, task.id, 3_003, 100, &[]).await;
 

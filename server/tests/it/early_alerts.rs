@@ -40,10 +40,10 @@ async fn alerts_are_raised_within_scope_and_each_coach_is_told_once(db: TestData
         .unwrap();
     let other = add_user(&db, "ola", Role::Staff).await;
     let txn = queue::database::begin_immediate(&db.conn).await.unwrap();
-    set_email(&txn, "sam", Some("sam@example.edu"))
+    set_email(&txn, &shell(), "sam", Some("sam@example.edu"))
         .await
         .unwrap();
-    set_email(&txn, "ola", Some("ola@example.edu"))
+    set_email(&txn, &shell(), "ola", Some("ola@example.edu"))
         .await
         .unwrap();
     txn.commit().await.unwrap();

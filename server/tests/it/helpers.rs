@@ -18,6 +18,12 @@ pub const NODE_LIMITS: caseload::actions::NodeLimits = caseload::actions::NodeLi
     export_row_cap: 1_000_000,
 };
 
+/// Whoever runs `bulkq` on a shell: the audit trail's actor for changes a test makes
+/// directly.
+pub fn shell() -> caseload::audit::Actor {
+    caseload::audit::Actor::command_line()
+}
+
 /// Creates a user who signs in with [`PASSWORD`].
 pub async fn add_user(db: &TestDatabase, username: &str, role: Role) -> StaffUser {
     create_user(

@@ -2,7 +2,9 @@
 //! databases on both backends.
 
 mod accounts;
+mod audit;
 mod backup;
+mod bell;
 mod bulk_actions;
 mod bulk_dashboard;
 mod cancel;

@@ -237,7 +237,8 @@ async fn an_import_handed_back_part_way_resumes_where_it_stopped(db: TestDatabas
         (1_501, 1_500, 1)
     );
     let spec = ImportSpec::of(&upload, &seen, false);
-    let task = start_import(&store, admin.id, "ada", &spec).await.unwrap();
+    let by = caseload::audit::Actor::staff(admin.id, "ada", "");
+    let task = start_import(&store, &by, &spec).await.unwrap();
 
     let mut events = store.subscribe().await.unwrap();
     let mut registry = Registry::new();

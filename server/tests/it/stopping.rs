@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use uuid::Uuid;
 
 use crate::cluster::{enqueue_status_changes, history_rows, people_all_active, wait_for_task};
-use crate::helpers::add_user;
+use crate::helpers::{add_user, shell};
 use crate::nodes::{ScratchDir, kill, terminate};
 
 queue::backend_tests!(Migrator => a_stopping_node_ends_its_streams_and_hands_its_task_on);
@@ -84,6 +84,7 @@ async fn a_stopping_node_ends_its_streams_and_hands_its_task_on(db: TestDatabase
     let user = add_user(&db, "stopper", Role::Admin).await;
     let (_, token) = create_token(
         &db.conn,
+        &shell(),
         user.id,
         NewToken {
             name: "dashboard".into(),

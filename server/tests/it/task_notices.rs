@@ -20,7 +20,7 @@ use queue::testing::TestDatabase;
 use sea_orm::{ConnectionTrait, Statement};
 use uuid::Uuid;
 
-use crate::helpers::{NODE_LIMITS, add_user};
+use crate::helpers::{NODE_LIMITS, add_user, shell};
 
 queue::backend_tests!(Migrator =>
     owners_hear_of_the_ends_they_chose_once_each,
@@ -51,7 +51,7 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
     let dan = owner(&db, "dan", None, TaskEmails::All).await;
     // An admin alerted of every failure, who wants no news of their own tasks.
     let eve = add_user(&db, "eve", Role::Admin).await;
-    set_email(&db.conn, "eve", Some("eve@example.edu"))
+    set_email(&db.conn, &shell(), "eve", Some("eve@example.edu"))
         .await
         .unwrap();
     set_task_emails(&db.conn, "eve", TaskEmails::None)
@@ -152,7 +152,9 @@ async fn owner(
     choice: TaskEmails,
 ) -> StaffUser {
     let user = add_user(db, username, Role::Staff).await;
-    set_email(&db.conn, username, email).await.unwrap();
+    set_email(&db.conn, &shell(), username, email)
+        .await
+        .unwrap();
     set_task_emails(&db.conn, username, choice).await.unwrap();
     user
 }

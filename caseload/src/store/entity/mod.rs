@@ -2,6 +2,7 @@
 
 pub mod alert_reason;
 pub mod api_token;
+pub mod audit_event;
 pub mod coach_change;
 pub mod coach_notice;
 pub mod early_alert;

@@ -25,6 +25,8 @@ pub struct Model {
     pub task_emails: String,
     /// An admin emailed of every task that fails, whoever owns it.
     pub failure_alerts: bool,
+    /// When they last opened the dashboard's bell: their tasks' ends after it are unread.
+    pub notices_seen_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -7,6 +7,8 @@
 mod queries;
 mod sql;
 
+pub(crate) use sql::contains_pattern;
+
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::PageRequest;
 use queue::IdListFilter;

@@ -93,7 +93,7 @@ fn contains_table_matches(backend: DbBackend, text: &str) -> Condition {
 }
 
 /// `LIKE '%text%'`, with the user's wildcards escaped.
-fn contains_pattern(text: &str) -> LikeExpr {
+pub(crate) fn contains_pattern(text: &str) -> LikeExpr {
     LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\')
 }
 
