@@ -404,6 +404,7 @@ async fn run_action(
             ),
             email_log_retention: caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT,
             audit_retention: caseload::audit::AUDIT_RETENTION_DEFAULT,
+            alerts: Default::default(),
         },
     )?;
     let runtime = Runtime::start(RuntimeConfig::default(), store.clone(), registry).await?;

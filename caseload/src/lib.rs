@@ -16,11 +16,13 @@
 //!   [`export`], [`email`], [`coach_reassignment`], [`early_alerts`]; [`coach_notices`]
 //!   tell coaches of their people once per task; [`task_notices`] tell owners when their
 //!   tasks end; the [`bell`] shows them in the dashboard.
-//! - [`audit`]: the audit trail of admins' acts and account changes.
+//! - [`audit`]: the audit trail of admins' acts and account changes; [`admin_alerts`]:
+//!   admins told of failures and a stuck queue, by email and signed webhook.
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
 
 pub mod access;
 pub mod actions;
+pub mod admin_alerts;
 pub mod audit;
 pub mod bell;
 pub mod coach_notices;

@@ -19,6 +19,8 @@ use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::actions::summary::{StatusNames, summarize};
+use crate::admin_alerts::failure_event;
+use crate::admin_alerts::webhook::webhook_task;
 use crate::email::{Delivery, EmailContent, Mailer};
 use crate::store::entity::staff_user;
 use crate::store::{task_notices as log, users};
@@ -39,13 +41,15 @@ const LATE_COMMITS: Duration = Duration::from_secs(120);
 /// A `sending` row older than this belongs to a run that died mid-send.
 const INTERRUPTED_AFTER: Duration = Duration::from_secs(600);
 
-/// The job, run on one node at a time.
-pub fn task_notice_job(mailer: Mailer) -> PeriodicJob {
+/// The job, run on one node at a time; with `post_failures`, each failure is also posted
+/// to the admins' webhook.
+pub fn task_notice_job(mailer: Mailer, post_failures: bool) -> PeriodicJob {
     PeriodicJob::new(
         TASK_NOTICE_JOB,
         Schedule::Every(LOOK_EVERY),
         TaskNotices {
             mailer,
+            post_failures,
             read_up_to: Mutex::new(None),
         },
     )
@@ -54,6 +58,7 @@ pub fn task_notice_job(mailer: Mailer) -> PeriodicJob {
 
 struct TaskNotices {
     mailer: Mailer,
+    post_failures: bool,
     /// When the last run on this node began: the next reads from a little before it, not
     /// the whole look-back.
     read_up_to: Mutex<Option<DateTime<Utc>>>,
@@ -65,7 +70,7 @@ impl PeriodicTask for TaskNotices {
         let began = ctx.store.clock().now();
         let previous = *self.read_up_to.lock().unwrap_or_else(|e| e.into_inner());
         let from = previous.map(|at| at - duration(LATE_COMMITS));
-        let told = tell_owners_since(&ctx.store, &self.mailer, from)
+        let told = tell_owners_since(&ctx.store, &self.mailer, self.post_failures, from)
             .await
             .map_err(|e| e.to_string())?;
         *self.read_up_to.lock().unwrap_or_else(|e| e.into_inner()) = Some(began);
@@ -88,8 +93,13 @@ struct Recipient {
 /// One message per task end not yet announced and person who asked to hear of it (its
 /// owner, as they chose; admins with failure alerts, of every failure); returns how many
 /// were sent.
-pub async fn tell_owners(store: &queue::Store, mailer: &Mailer) -> Result<u64, CaseloadError> {
-    tell_owners_since(store, mailer, None).await
+/// With `post_failures`, each failure is also posted to the admins' webhook, once.
+pub async fn tell_owners(
+    store: &queue::Store,
+    mailer: &Mailer,
+    post_failures: bool,
+) -> Result<u64, CaseloadError> {
+    tell_owners_since(store, mailer, post_failures, None).await
 }
 
 /// [`tell_owners`] of the ends at or after `from`, or the whole look-back if that is longer
@@ -97,6 +107,7 @@ pub async fn tell_owners(store: &queue::Store, mailer: &Mailer) -> Result<u64, C
 async fn tell_owners_since(
     store: &queue::Store,
     mailer: &Mailer,
+    post_failures: bool,
     from: Option<DateTime<Utc>>,
 ) -> Result<u64, CaseloadError> {
     let now = store.clock().now();
@@ -111,7 +122,7 @@ async fn tell_owners_since(
         };
         after = last.workflow_stopped_date.map(|stopped| (stopped, last.id));
         let full = ended.len() as u64 == PER_PAGE;
-        sent += tell_page(store, mailer, ended).await?;
+        sent += tell_page(store, mailer, post_failures, ended).await?;
         if !full {
             break;
         }
@@ -127,10 +138,11 @@ fn duration(length: Duration) -> chrono::Duration {
 async fn tell_page(
     store: &queue::Store,
     mailer: &Mailer,
+    post_failures: bool,
     ended: Vec<Task>,
 ) -> Result<u64, CaseloadError> {
     let now = store.clock().now();
-    let txn = store.begin_write().await?;
+    let mut txn = store.begin_queue().await?;
     let interrupted = now
         .checked_sub_signed(duration(INTERRUPTED_AFTER))
         .unwrap_or(now);
@@ -155,10 +167,18 @@ async fn tell_page(
                 alerted_of: None,
             });
         }
-        if matches!(
+        let failed = matches!(
             task.workflow_status,
             TaskStatus::Failure | TaskStatus::Error
-        ) {
+        );
+        if failed
+            && post_failures
+            && let Some(event) = failure_event(&task, ended_at, &owner.display_name)
+        {
+            // Once per end, however often it is read and by however many nodes.
+            txn.enqueue_once(webhook_task(&event)?).await?;
+        }
+        if failed {
             for admin in alerted.iter().filter(|admin| admin.id != owner.id) {
                 if let Some(address) = address_of(admin) {
                     recipients.push(Recipient {
@@ -177,7 +197,7 @@ async fn tell_page(
         }
     }
     let statuses = StatusNames::load(&*txn).await?;
-    txn.commit().await.map_err(CaseloadError::Db)?;
+    txn.commit().await?;
     let mut sent = 0;
     for (task, ended_at, recipient) in claimed {
         let content = message(&task, &statuses, recipient.alerted_of.as_deref());

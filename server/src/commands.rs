@@ -10,6 +10,8 @@ use app::api::session_store::DatabaseSessionStore;
 use app::api::ssr::{AppState, BulkSettings};
 use axum::Router;
 use caseload::actions::ActionsConfig;
+use caseload::admin_alerts::AlertSettings;
+use caseload::admin_alerts::webhook::WebhookTarget;
 use caseload::email::Mailer;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::Role;
@@ -252,6 +254,12 @@ fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Regist
     .transport()
     .context("the mail relay settings")?;
     let mailer = Mailer::new(&options.mail_from, &transport).context("setting up bulk email")?;
+    let webhook = match (&options.alert_webhook_url, &options.alert_webhook_secret) {
+        (Some(url), Some(secret)) => {
+            Some(WebhookTarget::new(url, secret).map_err(anyhow::Error::msg)?)
+        }
+        _ => None,
+    };
     let mut registry = Registry::new();
     caseload::actions::register(
         &mut registry,
@@ -265,6 +273,10 @@ fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Regist
             ),
             email_log_retention: options.email_log_retention,
             audit_retention: options.audit_retention,
+            alerts: AlertSettings {
+                wait_over: options.alert_wait_over,
+                webhook,
+            },
         },
     )
     .with_context(|| format!("preparing {}", options.exports_dir.display()))?;

@@ -325,6 +325,22 @@ pub struct ServeOptions {
     /// then a periodic job forgets it.
     #[arg(long, env = "BULKQ_AUDIT_RETENTION", default_value = "400days", value_parser = positive_duration)]
     pub audit_retention: Duration,
+    /// Admins who asked for alerts are emailed (and the webhook posted) once the oldest due
+    /// task has waited this long to start; again after the wait has fallen under half of it.
+    #[arg(long, env = "BULKQ_ALERT_WAIT_OVER", default_value = "15min", value_parser = positive_duration)]
+    pub alert_wait_over: Duration,
+    /// Where admins' alerts (a task failed or was parked, tasks waiting too long) are posted
+    /// as JSON, signed with `--alert-webhook-secret`; retried through the queue.
+    #[arg(
+        long,
+        env = "BULKQ_ALERT_WEBHOOK_URL",
+        requires = "alert_webhook_secret"
+    )]
+    pub alert_webhook_url: Option<String>,
+    /// The key the webhook's bodies are signed with (HMAC-SHA256 in `X-Bulkq-Signature`);
+    /// at least 16 characters.
+    #[arg(long, env = "BULKQ_ALERT_WEBHOOK_SECRET", hide_env_values = true)]
+    pub alert_webhook_secret: Option<String>,
     /// How long a request may take to produce its response before it is answered 503 (a
     /// live update stream's body may go on).
     #[arg(long, env = "BULKQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
@@ -463,6 +479,11 @@ mod tests {
             serve.audit_retention,
             caseload::audit::AUDIT_RETENTION_DEFAULT
         );
+        assert_eq!(
+            serve.alert_wait_over,
+            caseload::admin_alerts::WAIT_OVER_DEFAULT
+        );
+        assert_eq!(serve.alert_webhook_url, None);
         assert_eq!(serve.max_connections, 768);
         assert_eq!(serve.concurrent_password_hashes, 2);
         assert!(!serve.trust_forwarded_for);

@@ -147,7 +147,7 @@ fn EmailForm() -> impl IntoView {
                         {is_admin.then(|| view! {
                             <ActionForm action=alerts attr:class="inline-form">
                                 <label>
-                                    "Email me when anyone's task fails"
+                                    "Email me when anyone's task fails or tasks wait too long"
                                     <select name="on">
                                         <option value="false" selected=!alerted>"no"</option>
                                         <option value="true" selected=alerted>"yes"</option>

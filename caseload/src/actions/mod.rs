@@ -31,6 +31,9 @@ use bulkq_types::actions::{ActionKind, ActionReport, PEOPLE_IMPORT};
 use queue::{Registry, Task};
 
 use crate::CaseloadError;
+use crate::admin_alerts::AlertSettings;
+use crate::admin_alerts::backlog::queue_alert_job;
+use crate::admin_alerts::webhook::{WEBHOOK, WebhookExecutor};
 use crate::email::Mailer;
 pub use export_files::export_file;
 pub use kinds::{
@@ -70,11 +73,13 @@ pub struct ActionsConfig {
     pub email_log_retention: Duration,
     /// How long the audit trail keeps an entry.
     pub audit_retention: Duration,
+    /// How admins are alerted of failures and a stuck queue.
+    pub alerts: AlertSettings,
 }
 
 /// Registers every bulk action's executor, the people import and the cleanup jobs of export
-/// files, import uploads, the email send log and the audit trail, creating the exports
-/// directory.
+/// files, import uploads, the email send log and the audit trail, the admins' alerts and
+/// their webhook, creating the exports directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
@@ -89,7 +94,14 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
         .register_periodic(crate::email::log_retention::email_log_cleanup_job(
             config.email_log_retention,
         ))
-        .register_periodic(crate::task_notices::task_notice_job(config.mailer.clone()))
+        .register_periodic(crate::task_notices::task_notice_job(
+            config.mailer.clone(),
+            config.alerts.webhook.is_some(),
+        ))
+        .register_periodic(queue_alert_job(
+            config.mailer.clone(),
+            config.alerts.clone(),
+        ))
         .register_periodic(crate::audit::audit_retention_job(config.audit_retention))
         .register(
             PEOPLE_IMPORT,
@@ -97,6 +109,13 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
                 pace: pace(batch_size),
             },
         );
+    if let Some(target) = config.alerts.webhook.clone() {
+        registry.register_with(
+            WEBHOOK,
+            WebhookExecutor::new(target)?,
+            WebhookExecutor::config(),
+        );
+    }
     for kind in ActionKind::ALL {
         for_action(
             kind,

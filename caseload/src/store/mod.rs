@@ -25,7 +25,9 @@
 //! - `users`: staff users.
 //! - `tokens`: personal API tokens.
 //! - `audit`: the audit trail, written, paged and forgotten.
+//! - `admin_alerts`: the episodes of admins' alerts about the queue.
 
+pub(crate) mod admin_alerts;
 pub(crate) mod alert_reasons;
 pub(crate) mod alerts;
 pub(crate) mod audit;

@@ -91,6 +91,7 @@ impl Bulk {
                 ),
                 email_log_retention: caseload::email::log_retention::EMAIL_LOG_RETENTION_DEFAULT,
                 audit_retention: caseload::audit::AUDIT_RETENTION_DEFAULT,
+                alerts: Default::default(),
             },
         )
         .unwrap();

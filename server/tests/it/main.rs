@@ -2,6 +2,7 @@
 //! databases on both backends.
 
 mod accounts;
+mod admin_alerts;
 mod audit;
 mod backup;
 mod bell;

@@ -40,8 +40,8 @@ async fn more_ends_than_a_page_are_all_told(db: TestDatabase) {
         let at = now - chrono::Duration::seconds(300 - n);
         ended_task(&db, &store, &fay, "COMPLETED", at).await;
     }
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 205);
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 0);
+    assert_eq!(tell_owners(&store, &mailer, false).await.unwrap(), 205);
+    assert_eq!(tell_owners(&store, &mailer, false).await.unwrap(), 0);
 }
 
 async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
@@ -89,7 +89,7 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
 
     // Ann: both ends; Bob: his error; Eve: the four failures of others (Ann's, Bob's,
     // Cat's, Dan's), not her own.
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 7);
+    assert_eq!(tell_owners(&store, &mailer, false).await.unwrap(), 7);
     let mut to: Vec<String> = smtp
         .received()
         .iter()
@@ -122,7 +122,7 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
     );
 
     assert_eq!(
-        tell_owners(&store, &mailer).await.unwrap(),
+        tell_owners(&store, &mailer, false).await.unwrap(),
         0,
         "each end once"
     );
@@ -136,8 +136,8 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
         now + chrono::Duration::seconds(5),
     )
     .await;
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 2);
-    assert_eq!(tell_owners(&store, &mailer).await.unwrap(), 0);
+    assert_eq!(tell_owners(&store, &mailer, false).await.unwrap(), 2);
+    assert_eq!(tell_owners(&store, &mailer, false).await.unwrap(), 0);
     assert_eq!(smtp.received().len(), 9);
     let rows = db
         .scalar("SELECT COUNT(*) FROM task_notice WHERE status = 'sent'")
@@ -145,7 +145,7 @@ async fn owners_hear_of_the_ends_they_chose_once_each(db: TestDatabase) {
     assert_eq!(rows, 9);
 }
 
-async fn owner(
+pub(crate) async fn owner(
     db: &TestDatabase,
     username: &str,
     email: Option<&str>,
@@ -160,7 +160,7 @@ async fn owner(
 }
 
 /// A watch task of `owner`, not yet run.
-async fn unended_task(store: &Store, owner: &StaffUser) -> Uuid {
+pub(crate) async fn unended_task(store: &Store, owner: &StaffUser) -> Uuid {
     let request = ActionRequest::Watch(WatchRequest {
         target: TargetRequest {
             ids: Some(vec![Uuid::now_v7()]),
@@ -175,7 +175,7 @@ async fn unended_task(store: &Store, owner: &StaffUser) -> Uuid {
 }
 
 /// A watch task of `owner` that ended in `status` at `at`.
-async fn ended_task(
+pub(crate) async fn ended_task(
     db: &TestDatabase,
     store: &Store,
     owner: &StaffUser,

@@ -1,5 +1,6 @@
 //! SeaORM entities for the caseload tables.
 
+pub mod admin_alert;
 pub mod alert_reason;
 pub mod api_token;
 pub mod audit_event;
