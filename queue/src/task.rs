@@ -109,6 +109,9 @@ pub struct TaskFilter {
     pub created_until: Option<DateTime<Utc>>,
     /// Only this task.
     pub id: Option<Uuid>,
+    /// Lowercase text its spec (or, with `text_in_errors`, its error) contains.
+    pub text: Option<String>,
+    pub text_in_errors: bool,
 }
 
 /// A page of a list, newest first: the `limit` tasks after `before` (from the newest when

@@ -150,8 +150,9 @@ impl TaskAct {
 pub enum TaskSelection {
     /// Up to 1,000 task ids.
     Ids(Vec<Uuid>),
-    /// Every task the filters match (`before` and `limit` are ignored).
-    Matching(crate::task_query::TaskQuery),
+    /// Every task the filters match (`before` and `limit` are ignored); boxed, as a query
+    /// is ten times the size of the ids' list head.
+    Matching(Box<crate::task_query::TaskQuery>),
 }
 
 /// An act on a selection of tasks, as the dashboard and `POST /api/1/tasks/act` send it.

@@ -29,6 +29,9 @@ pub const MAX_OWNER_LEN: usize = 160;
 /// The longest action name a filter accepts (as long as a component name may be).
 pub const MAX_ACTION_LEN: usize = 128;
 
+/// The longest text searched for in tasks.
+pub const MAX_TEXT_LEN: usize = 200;
+
 /// A task list's request, every field as text so that each bad one gets its own message.
 /// Absent fields do not filter. The URL of the explorer is this, form-encoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +61,10 @@ pub struct TaskQuery {
     /// One task's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Text the task's request contains, in any case: an email's subject or message, a
+    /// status, a coach, a note; for admins, also its error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// The page after this one: the `next` of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<String>,
@@ -87,6 +94,8 @@ pub struct TaskSearch {
     /// Created before this.
     pub created_until: Option<DateTime<Utc>>,
     pub id: Option<Uuid>,
+    /// Lowercased.
+    pub text: Option<String>,
     pub before: Option<TaskCursor>,
     pub limit: u64,
 }
@@ -124,7 +133,7 @@ impl TaskQuery {
     }
 
     /// Every field's name in a URL, in the struct's order.
-    pub const FIELDS: [&str; 9] = [
+    pub const FIELDS: [&str; 10] = [
         "mine",
         "status",
         "action",
@@ -132,6 +141,7 @@ impl TaskQuery {
         "created_from",
         "created_to",
         "id",
+        "text",
         "before",
         "limit",
     ];
@@ -169,6 +179,7 @@ impl TaskQuery {
             &self.created_from,
             &self.created_to,
             &self.id,
+            &self.text,
         ]
         .iter()
         .any(|field| {
@@ -224,6 +235,12 @@ impl TaskQuery {
             match Uuid::parse_str(&id) {
                 Ok(id) => search.id = Some(id),
                 Err(_) => problem("id", "is not a task id (a UUID)".to_owned()),
+            }
+        }
+        if let Some(text) = given(&self.text) {
+            match name_problem(&text, MAX_TEXT_LEN) {
+                Some(message) => problem("text", message),
+                None => search.text = Some(text.to_lowercase()),
             }
         }
         if let Some(before) = given(&self.before) {
@@ -468,6 +485,7 @@ mod tests {
             created_from: Some(String::new()),
             created_to: Some(String::new()),
             id: Some(String::new()),
+            text: Some(String::new()),
             before: Some(String::new()),
             limit: Some(String::new()),
         };

@@ -22,9 +22,28 @@ pub fn control_character_problem(text: &str, lines: Lines) -> Option<String> {
     ))
 }
 
+/// `text` with LIKE's wildcards (`%`, `_`) and the escape character `\\` escaped by `\\`, so
+/// user input in a pattern (`LIKE … ESCAPE '\\'`) matches literally.
+pub fn escape_like(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wildcards_in_user_input_match_literally() {
+        assert_eq!(escape_like("50%_a\\b"), "50\\%\\_a\\\\b");
+        assert_eq!(escape_like("o'brien"), "o'brien");
+    }
 
     #[test]
     fn nul_and_other_controls_are_named() {

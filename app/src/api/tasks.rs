@@ -118,6 +118,9 @@ pub mod ssr_impl {
             created_from: search.created_from,
             created_until: search.created_until,
             id: search.id,
+            text: search.text.clone(),
+            // Errors can name what staff may not see; only admins search them.
+            text_in_errors: is_admin,
         })
     }
 

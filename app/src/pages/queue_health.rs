@@ -323,7 +323,8 @@ fn Problems(
 ) -> impl IntoView {
     let ticks = Ticks::default();
     let shown: Vec<Uuid> = health_problems.iter().map(|p| p.task.id).collect();
-    let matching = TaskSelection::Matching(problems_query(&action_filter.get_untracked()));
+    let matching =
+        TaskSelection::Matching(Box::new(problems_query(&action_filter.get_untracked())));
     let chosen = ticks.chosen(matching, format::count(problem_total));
     view! {
         <h2>"Failed tasks"</h2>

@@ -1,5 +1,5 @@
 //! The task explorer: "My tasks" (`/tasks`) and "All tasks" (`/admin/tasks`; staff see their
-//! own there). Filters by status, action, owner, creation day and id live in the URL, so a
+//! own there). Filters by status, action, owner, creation day, id and words live in the URL, so a
 //! view can be shared; pages follow one another by a mark, not an offset. Rows can be
 //! ticked, or every matching task chosen, and cancelled, retried, requeued or abandoned.
 //! Statuses and progress follow the live task stream; other changes refetch the page at
@@ -192,6 +192,15 @@ fn Filters(query: TaskQuery, scope: Scope, is_admin: bool) -> impl IntoView {
                 <input id="filter-to" name="created_to" type="date" value=text(&query.created_to) />
                 <label for="filter-id">"Task id"</label>
                 <input id="filter-id" name="id" type="search" maxlength="36" value=text(&query.id) />
+                <label for="filter-text">"Words"</label>
+                <input
+                    id="filter-text"
+                    name="text"
+                    type="search"
+                    maxlength="200"
+                    title={if is_admin { "In the request (subject, message, status, note) or the error" } else { "In the request: subject, message, status, note" }}
+                    value=text(&query.text)
+                />
                 <button type="submit">"Apply"</button>
                 <a href=clear>"Clear"</a>
             </div>
@@ -240,7 +249,7 @@ fn Results(
         .filter(|act| is_admin || !act.admins_only())
         .collect();
     let chosen = ticks.chosen(
-        TaskSelection::Matching(query.first_page()),
+        TaskSelection::Matching(Box::new(query.first_page())),
         page.total_words(),
     );
     // The scope is the page's path, so links carry only the filters and the page.

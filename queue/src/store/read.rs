@@ -1,7 +1,8 @@
 //! Reads for dashboards and tests: one task, lists and counts by filter, history, nodes.
 
+use bulkq_types::text::escape_like;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Condition, Expr, Query};
+use sea_orm::sea_query::{Condition, Expr, Func, LikeExpr, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
     QuerySelect, QueryTrait,
@@ -54,7 +55,29 @@ pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     if let Some(id) = filter.id {
         condition = condition.add(task::Column::Id.eq(id));
     }
+    if let Some(text) = &filter.text {
+        condition = condition.add(text_condition(text, filter.text_in_errors));
+    }
     condition
+}
+
+/// The tasks whose spec (as JSON text) or, if `in_errors`, error contains `text` (already
+/// lowercase), case aside. No index serves it: the other filters narrow the rows first, and
+/// finished tasks are pruned after their retention.
+fn text_condition(text: &str, in_errors: bool) -> Condition {
+    // Here only: its `min` would shadow the integers' elsewhere in the module.
+    use sea_orm::sea_query::ExprTrait;
+    let pattern = || LikeExpr::new(format!("%{}%", escape_like(text))).escape('\\');
+    let spec = Expr::cust("lower(CAST(queue_task.execution_spec AS TEXT))").like(pattern());
+    let mut any = Condition::any().add(spec);
+    if in_errors {
+        let error = Expr::expr(Func::lower(Expr::col((
+            task::Entity,
+            task::Column::WorkflowStatusDesc,
+        ))));
+        any = any.add(error.like(pattern()));
+    }
+    any
 }
 
 /// The tasks after `cursor` in the lists' order (newest first, then by id): written so that
@@ -93,6 +116,7 @@ pub(crate) fn counted_by_triggers(filter: &TaskFilter) -> bool {
         && filter.created_from.is_none()
         && filter.created_until.is_none()
         && filter.id.is_none()
+        && filter.text.is_none()
 }
 
 /// `column IN ('A', 'B')`, with the statuses as literals.

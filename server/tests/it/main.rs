@@ -34,4 +34,5 @@ mod rolling_restart;
 mod sign_in;
 mod stopping;
 mod task_notices;
+mod task_search;
 mod tasks_api;

@@ -1,6 +1,7 @@
 //! The SQL fragments of the caseload search whose text differs per backend (SQLite's FTS5
-//! and LIKE, PostgreSQL's trigram and "C"-collation ranges), and the LIKE escaping they share.
+//! and LIKE, PostgreSQL's trigram and "C"-collation ranges), and the LIKE patterns they share.
 
+use bulkq_types::text::escape_like;
 use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, Query, SelectStatement};
 use sea_orm::{ColumnTrait, Condition, DbBackend, IdenStatic};
 
@@ -139,31 +140,13 @@ pub(super) fn starts_with(
     }
 }
 
-/// Escapes LIKE's wildcards so user input matches literally.
-fn escape_like(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{escape_like, phrase_query};
+    use super::phrase_query;
 
     #[test]
     fn phrase_queries_quote_the_whole_text() {
         assert_eq!(phrase_query("o'brien x"), r#""o'brien x""#);
         assert_eq!(phrase_query("a\"b"), r#""a""b""#);
-    }
-
-    #[test]
-    fn wildcards_in_user_input_match_literally() {
-        assert_eq!(escape_like("50%_a\\b"), "50\\%\\_a\\\\b");
-        assert_eq!(escape_like("o'brien"), "o'brien");
     }
 }
