@@ -23,6 +23,7 @@ mod m20261129_000400_task_notices;
 mod m20261129_000500_audit_trail;
 mod m20261129_000600_notices_seen;
 mod m20261129_000700_admin_alerts;
+mod m20261129_000800_send_rate;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -76,6 +77,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000500_audit_trail::Migration),
             Box::new(m20261129_000600_notices_seen::Migration),
             Box::new(m20261129_000700_admin_alerts::Migration),
+            Box::new(m20261129_000800_send_rate::Migration),
         ]
     }
 }

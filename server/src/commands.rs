@@ -13,6 +13,7 @@ use caseload::actions::ActionsConfig;
 use caseload::admin_alerts::AlertSettings;
 use caseload::admin_alerts::webhook::WebhookTarget;
 use caseload::email::Mailer;
+use caseload::email::send_rate::SendRate;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::users::Role;
 use queue::database::PoolSettings;
@@ -128,10 +129,13 @@ pub async fn start_node(database: &DatabaseTarget, options: &ServeOptions) -> an
     })
 }
 
+/// Makes the executors once the store is open (the mail relay's rate draws from it).
+type RegistryMaker = Box<dyn FnOnce(&Store) -> anyhow::Result<Registry> + Send>;
+
 /// What the queue of a `serve` node is started with.
 struct QueueSettings {
     config: RuntimeConfig,
-    registry: Registry,
+    registry: RegistryMaker,
     worker_connections: u32,
     demo_people: Option<u64>,
 }
@@ -149,7 +153,10 @@ fn queue_settings(options: &ServeOptions, database_url: &str) -> anyhow::Result<
             amqp: options.amqp_url.as_deref().map(AmqpConfig::new),
             ..RuntimeConfig::default()
         },
-        registry: registry(options, database_url)?,
+        registry: {
+            let (options, database_url) = (options.clone(), database_url.to_owned());
+            Box::new(move |store| registry(&options, &database_url, store))
+        },
         worker_connections: options.worker_connections,
         demo_people: options.demo.then_some(options.demo_people),
     })
@@ -173,7 +180,8 @@ async fn start_queue(
         tracing::info!(broker = %redact(&amqp.url), queue = %amqp.queue, "RabbitMQ wake-up hints on");
     }
     let workers = settings.config.workers;
-    let runtime = Runtime::start(settings.config, store, settings.registry)
+    let registry = (settings.registry)(&store)?;
+    let runtime = Runtime::start(settings.config, store, registry)
         .await
         .context("starting the task queue")?;
     tracing::info!(node = %runtime.node().node_id, workers, "task queue started");
@@ -240,8 +248,8 @@ pub async fn serve(
 }
 
 /// The executors this node runs: the bulk actions, with their export directory, mail
-/// transport and batch limits.
-fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Registry> {
+/// transport (and its rate, drawn from `store`) and batch limits.
+fn registry(options: &ServeOptions, database_url: &str, store: &Store) -> anyhow::Result<Registry> {
     let transport = MailSettings {
         relay_url: options.smtp_url.as_ref(),
         relay_address: options.smtp_relay.as_ref(),
@@ -253,7 +261,11 @@ fn registry(options: &ServeOptions, database_url: &str) -> anyhow::Result<Regist
     }
     .transport()
     .context("the mail relay settings")?;
-    let mailer = Mailer::new(&options.mail_from, &transport).context("setting up bulk email")?;
+    let mut mailer =
+        Mailer::new(&options.mail_from, &transport).context("setting up bulk email")?;
+    if let Some(per_second) = options.smtp_rate {
+        mailer = mailer.with_rate(SendRate::new(store.clone(), per_second));
+    }
     let webhook = match (&options.alert_webhook_url, &options.alert_webhook_secret) {
         (Some(url), Some(secret)) => {
             Some(WebhookTarget::new(url, secret).map_err(anyhow::Error::msg)?)

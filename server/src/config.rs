@@ -278,6 +278,10 @@ pub struct ServeOptions {
     /// variable `BULKQ_SMTP_PASSWORD` or `--smtp-password-file`; never in the URL.
     #[arg(long, env = "BULKQ_SMTP_URL")]
     pub smtp_url: Option<RelayUrl>,
+    /// At most this many messages a second through the relay, counted across every node of
+    /// the cluster (a database-kept allowance); unlimited when not given.
+    #[arg(long, env = "BULKQ_SMTP_RATE", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub smtp_rate: Option<u32>,
     /// A file whose first line is the password of the `--smtp-url` user (instead of the
     /// `BULKQ_SMTP_PASSWORD` environment variable).
     #[arg(long, env = "BULKQ_SMTP_PASSWORD_FILE")]

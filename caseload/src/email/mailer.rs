@@ -4,6 +4,7 @@
 use std::error::Error as _;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lettre::message::{Mailbox, header::ContentType};
@@ -11,6 +12,7 @@ use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
+use super::send_rate::SendRate;
 use super::{Delivery, EmailContent, Recipient};
 use crate::CaseloadError;
 
@@ -91,6 +93,8 @@ impl fmt::Debug for SmtpCredentials {
 pub struct Mailer {
     from: Mailbox,
     transport: Transport,
+    /// The relay's cluster-wide rate, if it has one.
+    rate: Option<Arc<SendRate>>,
 }
 
 #[derive(Clone)]
@@ -112,7 +116,17 @@ impl Mailer {
                 Transport::Outbox(AsyncFileTransport::new(dir))
             }
         };
-        Ok(Mailer { from, transport })
+        Ok(Mailer {
+            from,
+            transport,
+            rate: None,
+        })
+    }
+
+    /// The same mailer, sending through the relay no faster than `rate` allows.
+    pub fn with_rate(mut self, rate: SendRate) -> Self {
+        self.rate = Some(Arc::new(rate));
+        self
     }
 
     /// Sends one message to `recipient`, copied to the content's cc addresses.
@@ -128,10 +142,17 @@ impl Mailer {
             Err(detail) => return Delivery::Permanent(detail),
         };
         match &self.transport {
-            Transport::Smtp(smtp) => match smtp.send(message).await {
-                Ok(_) => Delivery::Sent,
-                Err(error) => classify(&error),
-            },
+            Transport::Smtp(smtp) => {
+                if let Some(rate) = &self.rate
+                    && let Err(error) = rate.acquire().await
+                {
+                    return Delivery::Transient(format!("the relay's send rate: {error}"));
+                }
+                match smtp.send(message).await {
+                    Ok(_) => Delivery::Sent,
+                    Err(error) => classify(&error),
+                }
+            }
             Transport::Outbox(outbox) => match outbox.send(message).await {
                 Ok(_) => Delivery::Sent,
                 Err(error) => Delivery::Transient(error.to_string()),

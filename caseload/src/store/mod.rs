@@ -26,6 +26,7 @@
 //! - `tokens`: personal API tokens.
 //! - `audit`: the audit trail, written, paged and forgotten.
 //! - `admin_alerts`: the episodes of admins' alerts about the queue.
+//! - `send_rate`: the mail relay's token bucket, shared by the cluster.
 
 pub(crate) mod admin_alerts;
 pub(crate) mod alert_reasons;
@@ -40,6 +41,7 @@ mod once_per_task;
 pub(crate) mod people;
 pub(crate) mod people_sync;
 pub(crate) mod search;
+pub(crate) mod send_rate;
 mod sends;
 pub(crate) mod status_changes;
 pub(crate) mod statuses;

@@ -19,6 +19,7 @@ queue::backend_tests!(Migrator =>
     the_right_password_delivers_once_per_person,
     a_wrong_password_fails_the_task_with_the_reason,
     an_untrusted_certificate_fails_the_task_with_the_reason,
+    the_relays_rate_holds_across_nodes,
 );
 
 fn settings(relay: &TlsRelay, password: &str, trust: bool) -> SmtpRelay {
@@ -105,4 +106,50 @@ async fn an_untrusted_certificate_fails_the_task_with_the_reason(db: TestDatabas
         "no trusted TLS connection",
     )
     .await;
+}
+
+/// `--smtp-rate`: two nodes sending at once share one allowance. 60 messages at 20 a second,
+/// the bucket full (a second's worth) at the start, cannot all go in under two seconds, and
+/// every one goes.
+async fn the_relays_rate_holds_across_nodes(db: TestDatabase) {
+    use caseload::email::send_rate::SendRate;
+    use caseload::email::{EmailContent, MailTransport, Mailer};
+    use caseload::testing::SmtpServer;
+
+    let smtp = SmtpServer::start().await;
+    let node = || {
+        let relay = SmtpRelay::plain("127.0.0.1", smtp.port, Duration::from_secs(5));
+        let store = queue::Store::new(db.conn.clone());
+        Mailer::new("bulkq <bulkq@example.edu>", &MailTransport::Smtp(relay))
+            .unwrap()
+            .with_rate(SendRate::new(store, 20))
+    };
+    let content = EmailContent {
+        subject: "Rated".into(),
+        body: "One of many.".into(),
+        cc: Vec::new(),
+    };
+    let send = async |mailer: Mailer, node: usize| {
+        let sends = (0..30).map(|n| {
+            let (mailer, content) = (mailer.clone(), content.clone());
+            async move {
+                let address = format!("n{node}-{n}@example.edu");
+                mailer.send_to("Someone", &address, &content).await
+            }
+        });
+        futures_util::future::join_all(sends).await
+    };
+    let started = std::time::Instant::now();
+    let (first, second) = tokio::join!(send(node(), 1), send(node(), 2));
+    let took = started.elapsed();
+    let sent = first.iter().chain(&second);
+    assert!(
+        sent.clone().all(|d| *d == caseload::email::Delivery::Sent),
+        "{first:?} {second:?}"
+    );
+    assert_eq!(smtp.received().len(), 60);
+    assert!(
+        took >= Duration::from_millis(1_900),
+        "60 messages at 20 a second from a full bucket take 2 s, not {took:?}"
+    );
 }

@@ -12,5 +12,6 @@ pub mod person;
 pub mod person_watch;
 pub mod program_status;
 pub mod program_status_change;
+pub mod send_rate;
 pub mod staff_user;
 pub mod task_notice;
