@@ -74,6 +74,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000300_early_alerts::Migration),
             Box::new(m20261129_000400_task_notices::Migration),
             Box::new(queue::schema::m20261129_000170_owner_turns::Migration),
+            Box::new(queue::schema::m20261129_000180_running_limits::Migration),
             Box::new(m20261129_000500_audit_trail::Migration),
             Box::new(m20261129_000600_notices_seen::Migration),
             Box::new(m20261129_000700_admin_alerts::Migration),

@@ -11,7 +11,7 @@ use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, Statement};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::error::TaskError;
+use crate::error::{QueueError, TaskError};
 use crate::periodic::PeriodicJob;
 use crate::runtime::inflight::{CancelReason, RunningTask};
 use crate::state::RetryPolicy;
@@ -36,6 +36,9 @@ pub struct ComponentConfig {
     /// [`ComponentConfig::TIMEOUT_DEFAULT`] (1 h): generous for bulk work over a million
     /// rows, yet a hung task does not hold its slot forever.
     pub timeout: Duration,
+    /// At most this many of its tasks run at once across the cluster (every node must be
+    /// given the same limit); unlimited when `None` (ADR 0079).
+    pub max_running: Option<u32>,
 }
 
 impl ComponentConfig {
@@ -47,6 +50,7 @@ impl Default for ComponentConfig {
         Self {
             retry: RetryPolicy::default(),
             timeout: Self::TIMEOUT_DEFAULT,
+            max_running: None,
         }
     }
 }
@@ -94,6 +98,30 @@ impl Registry {
             },
         );
         self
+    }
+
+    /// Lets at most `max_running` tasks of the registered `component` run at once across the
+    /// cluster.
+    pub fn limit_running(
+        &mut self,
+        component: &str,
+        max_running: u32,
+    ) -> Result<&mut Self, QueueError> {
+        let registered = self.executors.get_mut(component).ok_or_else(|| {
+            QueueError::Invalid(format!("no executor is registered for {component:?}"))
+        })?;
+        registered.config.max_running = Some(max_running.max(1));
+        Ok(self)
+    }
+
+    /// The limited components and their limits.
+    pub(crate) fn running_limits(&self) -> Vec<(String, u32)> {
+        self.executors
+            .iter()
+            .filter_map(|(component, registered)| {
+                Some((component.clone(), registered.config.max_running?))
+            })
+            .collect()
     }
 
     /// The registered component names.

@@ -94,6 +94,7 @@ pub use periodic::{PeriodicContext, PeriodicJob, PeriodicJobStatus, PeriodicTask
 pub use runtime::{Runtime, RuntimeConfig, RuntimeHandle, ShutdownReport};
 pub use state::{AttemptInfo, AttemptOutcome, RetryPolicy, TaskStatus, Transition, after_attempt};
 pub use store::claim::Checkpoint;
+pub use store::limits::LIMIT_PAUSER;
 pub use store::lock::{LockGrant, SchedulerLock};
 pub use store::transition::Finish;
 pub use store::{

@@ -292,6 +292,11 @@ fn registry(options: &ServeOptions, database_url: &str, store: &Store) -> anyhow
         },
     )
     .with_context(|| format!("preparing {}", options.exports_dir.display()))?;
+    for (action, limit) in &options.action_limits {
+        registry
+            .limit_running(action, *limit)
+            .with_context(|| format!("--action-limit {action}={limit}"))?;
+    }
     Ok(registry)
 }
 

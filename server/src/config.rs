@@ -187,6 +187,20 @@ pub struct SetRoleArgs {
     pub role: String,
 }
 
+/// `ACTION=N` of `--action-limit`, N from 1.
+fn action_limit(text: &str) -> Result<(String, u32), String> {
+    let (action, limit) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not ACTION=N"))?;
+    let limit: u32 = limit
+        .trim()
+        .parse()
+        .ok()
+        .filter(|limit| *limit >= 1)
+        .ok_or_else(|| format!("the limit of {action:?} must be a whole number from 1"))?;
+    Ok((action.trim().to_owned(), limit))
+}
+
 /// Options of `serve`.
 // `Parser` (which includes `Args`) so the defaults can be had on their own, for `bulkq`
 // run without a subcommand.
@@ -282,6 +296,11 @@ pub struct ServeOptions {
     /// the cluster (a database-kept allowance); unlimited when not given.
     #[arg(long, env = "BULKQ_SMTP_RATE", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub smtp_rate: Option<u32>,
+    /// At most N tasks of an action run at once across the cluster, as `ACTION=N` (e.g.
+    /// `caseload.email=2`); repeat the flag, or separate by commas, for several. Every node
+    /// must be given the same limits.
+    #[arg(long = "action-limit", env = "BULKQ_ACTION_LIMITS", value_delimiter = ',', value_parser = action_limit)]
+    pub action_limits: Vec<(String, u32)>,
     /// A file whose first line is the password of the `--smtp-url` user (instead of the
     /// `BULKQ_SMTP_PASSWORD` environment variable).
     #[arg(long, env = "BULKQ_SMTP_PASSWORD_FILE")]
@@ -503,6 +522,40 @@ mod tests {
             panic!("expected serve")
         };
         assert_eq!(serve.amqp_url, None);
+    }
+
+    #[test]
+    fn action_limits_and_the_send_rate_are_read_and_checked() {
+        let serve = ServeOptions::parse_from([
+            "bulkq",
+            "--action-limit",
+            "caseload.email=2,caseload.export=1",
+            "--action-limit",
+            " caseload.watch = 3",
+            "--smtp-rate",
+            "50",
+        ]);
+        assert_eq!(
+            serve.action_limits,
+            [
+                ("caseload.email".to_owned(), 2),
+                ("caseload.export".to_owned(), 1),
+                ("caseload.watch".to_owned(), 3),
+            ]
+        );
+        assert_eq!(serve.smtp_rate, Some(50));
+        assert!(ServeOptions::parse_from(["bulkq"]).action_limits.is_empty());
+        for (flag, value) in [
+            ("--action-limit", "caseload.email=0"),
+            ("--action-limit", "caseload.email"),
+            ("--action-limit", "caseload.email=many"),
+            ("--smtp-rate", "0"),
+        ] {
+            assert!(
+                ServeOptions::try_parse_from(["bulkq", flag, value]).is_err(),
+                "{value}"
+            );
+        }
     }
 
     #[test]

@@ -26,8 +26,9 @@
 //!   EXECUTING).
 //! - Retry: a transient error, panic or timeout with attempts left, or a rescue from a dead
 //!   node; the attempt is spent. HandBack: shutdown; the attempt is not spent. Yield: the
-//!   task gave its slot to another owner's waiting work at a batch boundary; the attempt is
-//!   not spent and it keeps its place.
+//!   task gave its slot to another owner's waiting work at a batch boundary, or found its
+//!   action's running limit reached as it started; the attempt is not spent and it keeps
+//!   its place.
 //! - Fail: a permanent error, the attempts exhausted, a rescue with none left, or a task
 //!   parked after too many crashes. Error: the queue could not run the task (no executor
 //!   for its component).
@@ -240,7 +241,9 @@ impl Transition {
             Self::Error { desc } => Some(desc),
             Self::Abandon { reason } => Some(reason),
             Self::HandBack => Some("interrupted by shutdown; handed back"),
-            Self::Yield => Some("gave its slot to another owner's waiting work"),
+            Self::Yield => Some(
+                "went back to the queue for another owner's turn or its action's running limit",
+            ),
             Self::Complete | Self::Requeue => None,
         }
     }

@@ -260,6 +260,8 @@ pub mod ssr_impl {
             .await
             .map_err(internal)?
             .into_iter()
+            // A limit's pause is not an admin's to resume: it lifts itself as places free.
+            .filter(|pause| pause.paused_by != queue::LIMIT_PAUSER)
             .map(|p| p.component)
             .collect();
         let column = |status: TaskStatus| TaskStatus::ALL.iter().position(|s| *s == status);

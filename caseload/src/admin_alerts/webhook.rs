@@ -136,6 +136,7 @@ impl WebhookExecutor {
                 ..queue::RetryPolicy::default()
             },
             timeout: ANSWER_WITHIN * 2,
+            ..ComponentConfig::default()
         }
     }
 }

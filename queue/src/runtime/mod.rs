@@ -15,6 +15,7 @@ mod claim_ahead;
 mod completer;
 mod heartbeat;
 pub(crate) mod inflight;
+mod limit_sweep;
 mod listener;
 mod pace;
 mod periodic;
@@ -50,6 +51,7 @@ use claim_ahead::ClaimAhead;
 use completer::Completer;
 use heartbeat::Heartbeat;
 use inflight::{CancelReason, InFlight};
+use limit_sweep::{LIMIT_SWEEP_EVERY, LIMIT_SWEEP_JOB, LimitSweep};
 use listener::Listener;
 use pace::Pace;
 use periodic::PeriodicRunner;
@@ -271,6 +273,17 @@ impl Runtime {
             )
             .with_lock_at_least_half_of(config.prune_interval),
         );
+        let limits = registry.running_limits();
+        if !limits.is_empty() {
+            periodic_jobs.push(
+                PeriodicJob::new(
+                    LIMIT_SWEEP_JOB,
+                    Schedule::Every(LIMIT_SWEEP_EVERY),
+                    LimitSweep { limits },
+                )
+                .with_lock_at_least_half_of(LIMIT_SWEEP_EVERY),
+            );
+        }
         let stop_claiming = CancellationToken::new();
         let stop_services = CancellationToken::new();
         let (completions, outcomes) = mpsc::channel(config.completion_batch * 4);

@@ -84,6 +84,15 @@ impl Worker {
             return Some(finish(transition));
         };
         let (executor, config) = (registered.executor.clone(), registered.config.clone());
+        if let Some(limit) = config.max_running
+            && !self.take_place(&task, limit).await
+        {
+            // Every place is held elsewhere: back to the queue, its place and attempt kept;
+            // the component is paused until a place frees.
+            let now = self.store.clock().now();
+            let transition = after_attempt(claim, &AttemptOutcome::Yielded, &config.retry, now);
+            return Some(finish(transition));
+        }
         let running = self.inflight.insert(&task);
         let mut ctx = TaskContext::new(
             self.store.clone(),
@@ -105,6 +114,11 @@ impl Worker {
             () = running.token.cancelled() => self.stop(handle).await,
         };
         self.inflight.remove(&running);
+        if let Some(limit) = config.max_running
+            && let Err(error) = self.store.limit_place_release(&task, limit).await
+        {
+            tracing::warn!(%error, "releasing a running-limit place failed; the sweep frees it");
+        }
         let took = began.elapsed();
         self.pace.record(took);
 
@@ -128,6 +142,18 @@ impl Worker {
         let transition = after_attempt(claim, &outcome, &config.retry, now);
         crate::metrics::attempt_finished(&task.execution_component_name, took, &transition);
         Some(finish(transition))
+    }
+
+    /// Takes a place under the component's running limit; a store error counts as no place
+    /// (the task waits its turn again rather than running over the limit).
+    async fn take_place(&self, task: &Task, limit: u32) -> bool {
+        self.store
+            .limit_place_take(task, limit)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "taking a running-limit place failed");
+                false
+            })
     }
 
     /// Waits up to the cancel grace for a cancelled executor, then aborts it (dropping its

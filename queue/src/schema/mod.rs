@@ -23,6 +23,7 @@ pub mod m20261127_000140_counted_claims;
 pub mod m20261128_000150_pages_a_third_full;
 pub mod m20261128_000160_derived_columns_kept_by_triggers;
 pub mod m20261129_000170_owner_turns;
+pub mod m20261129_000180_running_limits;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -42,6 +43,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261128_000150_pages_a_third_full::Migration),
         Box::new(m20261128_000160_derived_columns_kept_by_triggers::Migration),
         Box::new(m20261129_000170_owner_turns::Migration),
+        Box::new(m20261129_000180_running_limits::Migration),
     ]
 }
 

@@ -209,8 +209,10 @@ impl Store {
     }
 
     /// Stops every node from claiming tasks of `component` (running ones finish); `true` if
-    /// it was not paused before.
+    /// it was not paused before, or only by its running limit (the admin's pause then stays
+    /// when the limit would lift its own).
     pub async fn component_pause(&self, component: &str, actor: &str) -> Result<bool, QueueError> {
+        use sea_orm::sea_query::ExprTrait as _;
         let row = component_pause::ActiveModel {
             component: Set(component.to_owned()),
             paused_date: Set(self.clock.now()),
@@ -220,7 +222,14 @@ impl Store {
         let inserted = component_pause::Entity::insert(row)
             .on_conflict(
                 OnConflict::column(component_pause::Column::Component)
-                    .do_nothing()
+                    .update_columns([
+                        component_pause::Column::PausedBy,
+                        component_pause::Column::PausedDate,
+                    ])
+                    .action_and_where(
+                        Expr::col((component_pause::Entity, component_pause::Column::PausedBy))
+                            .eq(super::limits::LIMIT_PAUSER),
+                    )
                     .to_owned(),
             )
             .try_insert()

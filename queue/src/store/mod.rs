@@ -36,6 +36,7 @@ pub(crate) mod entity;
 mod events;
 pub(crate) mod history;
 mod id_list;
+pub(crate) mod limits;
 pub mod lock;
 pub(crate) mod node;
 mod people_writing;

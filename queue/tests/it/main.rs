@@ -11,6 +11,7 @@ mod crash;
 mod derived;
 mod enqueue;
 mod events;
+mod limits;
 mod lock;
 mod outcomes;
 mod periodic;

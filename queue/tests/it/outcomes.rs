@@ -65,6 +65,7 @@ fn registry_timing_out_after(timeout: Duration) -> Registry {
             jitter: 0.0,
         },
         timeout,
+        ..ComponentConfig::default()
     };
     let mut registry = Registry::new();
     registry.register_with("test.flaky", Flaky, config);

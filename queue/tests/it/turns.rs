@@ -144,7 +144,7 @@ async fn a_waiting_owner_gets_a_turn(db: TestDatabase, nodes: usize) {
         let history = store.task_history(task.id).await.unwrap();
         yielded |= history.iter().any(|entry| {
             entry.status == TaskStatus::Queued
-                && entry.message.as_deref() == Some("gave its slot to another owner's waiting work")
+                && entry.message.as_deref() == Some("went back to the queue for another owner's turn or its action's running limit")
                 && entry.attempt == 0
         });
     }

@@ -2,6 +2,7 @@
 //! and the other re-exported row types, never the entities' query builders.
 
 pub mod component_pause;
+pub mod component_slot;
 pub mod node;
 pub mod periodic_job;
 pub mod ready;
