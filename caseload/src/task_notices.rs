@@ -146,7 +146,7 @@ async fn tell_page(
     let interrupted = now
         .checked_sub_signed(duration(INTERRUPTED_AFTER))
         .unwrap_or(now);
-    log::fail_interrupted(&*txn, interrupted).await?;
+    log::fail_interrupted(&*txn, interrupted, now).await?;
     let alerted = users::alerted_admins(&*txn).await?;
     let mut claimed = Vec::new();
     for task in ended {

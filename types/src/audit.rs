@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::task_query::{DaySpan, day_span, name_problem};
+use crate::task_query::{DaySpan, day_span, from_page_url, name_problem};
 
 /// Entries per page when the request does not say.
 pub const DEFAULT_PAGE_SIZE: u64 = 50;
@@ -326,13 +326,7 @@ impl AuditQuery {
     /// are not the query's.
     pub fn from_query_string(query: &str) -> Result<Self, String> {
         const FIELDS: [&str; 7] = ["who", "area", "target", "from", "to", "before", "limit"];
-        let known = query
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|pair| FIELDS.contains(&pair.split('=').next().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join("&");
-        serde_urlencoded::from_str(&known).map_err(|e| e.to_string())
+        from_page_url(query, &FIELDS)
     }
 
     /// The same filters from their first page, every entry at once: what the CSV holds.

@@ -150,16 +150,7 @@ impl TaskQuery {
     /// query's (a tracking tag, a form's nameless field) are left out: an address should
     /// open the page, where the JSON API refuses them.
     pub fn from_query_string(query: &str) -> Result<Self, String> {
-        let known = query
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|pair| {
-                let name = pair.split('=').next().unwrap_or_default();
-                Self::FIELDS.contains(&name)
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        serde_urlencoded::from_str(&known).map_err(|e| e.to_string())
+        from_page_url(query, &Self::FIELDS)
     }
 
     /// The same filters from their first page.
@@ -261,6 +252,22 @@ impl TaskQuery {
             Err(problems)
         }
     }
+}
+
+/// A page's filters from its URL query string (with or without `?`), reading only the
+/// parameters named in `fields`: others (a tracking tag, a form's nameless field) are left
+/// out, since an address should open the page, where the JSON API refuses them.
+pub(crate) fn from_page_url<Q: serde::de::DeserializeOwned>(
+    query: &str,
+    fields: &[&str],
+) -> Result<Q, String> {
+    let known = query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| fields.contains(&pair.split('=').next().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join("&");
+    serde_urlencoded::from_str(&known).map_err(|e| e.to_string())
 }
 
 /// What is wrong with a name a filter compares with, if anything.

@@ -10,10 +10,10 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::entity::{coach_change, coach_notice as notice, early_alert, person};
-use super::sends::recorded;
+use super::sends::{self, recorded};
 use crate::CaseloadError;
 use crate::coach_notices::News;
-use crate::email::{INTERRUPTED, SendStatus};
+use crate::email::SendStatus;
 
 /// The `(coach, person)` pairs of task `task_id`'s `news`.
 fn pairs(news: News, task_id: Uuid) -> SelectStatement {
@@ -47,18 +47,8 @@ pub(crate) async fn fail_interrupted<C: ConnectionTrait>(
     task_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<u64, CaseloadError> {
-    Ok(notice::Entity::update_many()
-        .col_expr(
-            notice::Column::Status,
-            Expr::value(SendStatus::Failed.as_str()),
-        )
-        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
-        .col_expr(notice::Column::UpdatedAt, Expr::value(now))
-        .filter(notice::Column::TaskId.eq(task_id))
-        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
-        .exec(db)
-        .await?
-        .rows_affected)
+    let scope = sea_orm::Condition::all().add(notice::Column::TaskId.eq(task_id));
+    sends::fail_interrupted::<notice::Entity, _>(db, scope, now).await
 }
 
 /// Claims (`sending`) up to `limit` coaches of task `task_id`'s `news` that have no notice

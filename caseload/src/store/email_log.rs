@@ -12,9 +12,9 @@ use uuid::Uuid;
 
 use super::entity::{email_send_log as log, person};
 use super::once_per_task::insert_new;
-use super::sends::recorded;
+use super::sends::{self, recorded};
 use crate::CaseloadError;
-use crate::email::{INTERRUPTED, SendStatus};
+use crate::email::SendStatus;
 
 /// Inserts a `sending` row for each of `people` (their address as the recipient) unless task
 /// `task_id` has one for them already; returns the people newly claimed.
@@ -115,18 +115,8 @@ pub(crate) async fn fail_interrupted<C: ConnectionTrait>(
     task_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<u64, CaseloadError> {
-    Ok(log::Entity::update_many()
-        .col_expr(
-            log::Column::Status,
-            Expr::value(SendStatus::Failed.as_str()),
-        )
-        .col_expr(log::Column::Detail, Expr::value(INTERRUPTED))
-        .col_expr(log::Column::UpdatedAt, Expr::value(now))
-        .filter(log::Column::TaskId.eq(task_id))
-        .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
-        .exec(db)
-        .await?
-        .rows_affected)
+    let scope = sea_orm::Condition::all().add(log::Column::TaskId.eq(task_id));
+    sends::fail_interrupted::<log::Entity, _>(db, scope, now).await
 }
 
 /// Records as sent the recipients `sent` of task `task_id` still `sending`; returns how

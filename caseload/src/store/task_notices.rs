@@ -6,8 +6,9 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use uuid::Uuid;
 
 use super::entity::task_notice as notice;
+use super::sends;
 use crate::CaseloadError;
-use crate::email::{INTERRUPTED, SendStatus};
+use crate::email::SendStatus;
 
 /// Claims the end for `recipient` (`sending`); `false` if it was claimed before.
 pub(crate) async fn claim<C: ConnectionTrait>(
@@ -44,17 +45,10 @@ pub(crate) async fn claim<C: ConnectionTrait>(
 pub(crate) async fn fail_interrupted<C: ConnectionTrait>(
     db: &C,
     before: DateTime<Utc>,
+    now: DateTime<Utc>,
 ) -> Result<(), CaseloadError> {
-    notice::Entity::update_many()
-        .col_expr(
-            notice::Column::Status,
-            Expr::value(SendStatus::Failed.as_str()),
-        )
-        .col_expr(notice::Column::Detail, Expr::value(INTERRUPTED))
-        .filter(notice::Column::Status.eq(SendStatus::Sending.as_str()))
-        .filter(notice::Column::UpdatedAt.lt(before))
-        .exec(db)
-        .await?;
+    let scope = sea_orm::Condition::all().add(notice::Column::UpdatedAt.lt(before));
+    sends::fail_interrupted::<notice::Entity, _>(db, scope, now).await?;
     Ok(())
 }
 
