@@ -127,5 +127,9 @@ if [ "$status" != 0 ]; then
   echo "--- what failed (repeated from above) ---"
   awk '/^  [0-9]+\) /{keep=1} /^  [0-9]+ (failed|passed|flaky)/{keep=0} keep' \
     "$workdir/playwright.log" | grep -v '^\s*$' | head -120
+  # Last, each failure in a few lines (title, error, the failing line), for a short tail.
+  echo "--- the failures in brief ---"
+  grep -E '^  [0-9]+\) |^ +(Error|TimeoutError|Test timeout)|^ +> [0-9]+ \|' \
+    "$workdir/playwright.log" | head -30
 fi
 exit "$status"

@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bulkq_types::actions::ActionReport;
+use bulkq_types::outcomes::PersonOutcome;
 use sea_orm::{Condition, ConnectionTrait};
 use uuid::Uuid;
 
@@ -155,24 +156,31 @@ pub fn check_batch_size(ids: &[Uuid]) -> Result<(), CaseloadError> {
     Ok(())
 }
 
-/// What one batch of a bulk action did.
+/// What one batch of a bulk action did, person by person.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BatchReport {
     /// People the batch changed (or, for email, whose message it handled).
-    pub changed: u64,
+    pub changed: Vec<Uuid>,
     /// Allowed people left as they were: already in the wanted state, or done by an earlier
     /// run of the same batch.
-    pub unchanged: u64,
+    pub unchanged: Vec<Uuid>,
     pub forbidden: Vec<Uuid>,
     pub unknown: Vec<Uuid>,
 }
 
 impl BatchReport {
-    /// A report whose forbidden and unknown people are those of `targets`.
-    pub fn for_targets(targets: &Targets, changed: u64) -> Self {
+    /// A report of `targets` where the allowed people in `changed` were changed and the
+    /// other allowed people were not.
+    pub fn for_targets(targets: &Targets, changed: Vec<Uuid>) -> Self {
+        let changed_set: HashSet<Uuid> = changed.iter().copied().collect();
         BatchReport {
+            unchanged: targets
+                .allowed
+                .iter()
+                .filter(|id| !changed_set.contains(id))
+                .copied()
+                .collect(),
             changed,
-            unchanged: (targets.allowed.len() as u64).saturating_sub(changed),
             forbidden: targets.forbidden.clone(),
             unknown: targets.unknown.clone(),
         }
@@ -180,9 +188,19 @@ impl BatchReport {
 
     /// Adds what this batch did to a bulk action's running tally.
     pub fn add_to(&self, report: &mut ActionReport) {
-        report.changed += self.changed;
-        report.unchanged += self.unchanged;
+        report.changed += self.changed.len() as u64;
+        report.unchanged += self.unchanged.len() as u64;
         report.add_skipped(&self.forbidden, &self.unknown);
+    }
+
+    /// Each person's outcome, outcome by outcome.
+    pub fn outcomes(&self) -> [(PersonOutcome, &[Uuid]); 4] {
+        [
+            (PersonOutcome::Changed, &self.changed),
+            (PersonOutcome::Unchanged, &self.unchanged),
+            (PersonOutcome::OutOfScope, &self.forbidden),
+            (PersonOutcome::Unknown, &self.unknown),
+        ]
     }
 }
 

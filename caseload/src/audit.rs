@@ -18,7 +18,7 @@ use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::export::defuse_formula;
+use crate::export::{csv_lines, defuse_formula};
 use crate::store::audit as log;
 use crate::store::entity::audit_event;
 use crate::users::StaffUser;
@@ -138,23 +138,17 @@ pub async fn csv_page<C: ConnectionTrait>(
     let Some(last) = rows.last().map(|row| row.id) else {
         return Ok(None);
     };
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    for row in rows {
-        writer
-            .write_record([
-                row.at.to_rfc3339(),
-                defuse_formula(row.actor),
-                row.act,
-                defuse_formula(row.targets),
-                row.target_count.to_string(),
-                defuse_formula(row.detail),
-                defuse_formula(row.client),
-            ])
-            .map_err(|error| CaseloadError::Io(error.into()))?;
-    }
-    let csv = writer
-        .into_inner()
-        .map_err(|error| CaseloadError::Io(error.into_error()))?;
+    let csv = csv_lines(rows.into_iter().map(|row| {
+        [
+            row.at.to_rfc3339(),
+            defuse_formula(row.actor),
+            row.act,
+            defuse_formula(row.targets),
+            row.target_count.to_string(),
+            defuse_formula(row.detail),
+            defuse_formula(row.client),
+        ]
+    }))?;
     Ok(Some((csv, last)))
 }
 

@@ -80,7 +80,7 @@ pub async fn reassign<C: ConnectionTrait>(
     let moved =
         store::coach_changes::record_once(db, task_id, actor, to_coach, &to_move, now).await?;
     store::people::set_coach(db, &moved, to_coach, actor, now).await?;
-    Ok(BatchReport::for_targets(&targets, moved.len() as u64))
+    Ok(BatchReport::for_targets(&targets, moved))
 }
 
 /// Fails unless `coach` is an enabled account.

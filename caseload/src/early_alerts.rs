@@ -38,7 +38,7 @@ pub async fn raise<C: ConnectionTrait>(
         .map(|person_id| (*person_id, coaches[person_id]))
         .collect();
     let raised = store::alerts::raise_once(db, task_id, actor, content, &people, now).await?;
-    Ok(BatchReport::for_targets(&targets, raised.len() as u64))
+    Ok(BatchReport::for_targets(&targets, raised))
 }
 
 /// Closes the open alert `alert_id` as `actor`, who must be allowed the alert's person.

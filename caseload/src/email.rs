@@ -39,6 +39,7 @@ use crate::access::{Actor, BatchReport, load_targets};
 use crate::search::people_by_ids;
 use crate::store;
 use crate::store::entity::person;
+use bulkq_types::outcomes::PersonOutcome;
 use bulkq_types::text::{Lines, control_character_problem};
 
 /// Sends of one recipient after which a transient failure counts as permanent.
@@ -229,7 +230,10 @@ pub async fn claim_recipients<C: ConnectionTrait>(
         .filter_map(recipient)
         .collect();
     Ok(Claim {
-        report: BatchReport::for_targets(&targets, recipients.len() as u64),
+        report: BatchReport::for_targets(
+            &targets,
+            recipients.iter().map(|r| r.person_id).collect(),
+        ),
         recipients,
         without_address: without.into_iter().map(|p| p.id).collect(),
     })
@@ -278,6 +282,8 @@ pub async fn fail_interrupted<C: ConnectionTrait>(
     task_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<u64, CaseloadError> {
+    let interrupted = store::email_log::sending_people(db, task_id).await?;
+    crate::outcomes::record(db, task_id, PersonOutcome::Failed, &interrupted).await?;
     store::email_log::fail_interrupted(db, task_id, now).await
 }
 
@@ -304,8 +310,10 @@ pub async fn record_outcomes<C: ConnectionTrait>(
         .map(|(id, _)| *id)
         .collect();
     if !sent.is_empty() {
+        crate::outcomes::record(db, task_id, PersonOutcome::Changed, &sent).await?;
         outcomes.sent = store::email_log::record_sent(db, task_id, sent, now).await?;
     }
+    let (mut deferred, mut failed) = (Vec::new(), Vec::new());
     // Failures are rare and each has its own detail: one UPDATE each.
     for (person_id, delivery) in deliveries {
         let (status, Some(detail)) = delivery.outcome() else {
@@ -315,12 +323,16 @@ pub async fn record_outcomes<C: ConnectionTrait>(
             store::email_log::record_unsent(db, task_id, *person_id, (status, detail), now).await?;
         for row in changed {
             if row.status == SendStatus::Deferred.as_str() {
-                outcomes.deferred += 1;
+                deferred.push(row.person_id);
             } else {
-                outcomes.failed += 1;
+                failed.push(row.person_id);
             }
         }
     }
+    outcomes.deferred = deferred.len() as u64;
+    outcomes.failed = failed.len() as u64;
+    crate::outcomes::record(db, task_id, PersonOutcome::Deferred, &deferred).await?;
+    crate::outcomes::record(db, task_id, PersonOutcome::Failed, &failed).await?;
     Ok(outcomes)
 }
 

@@ -177,6 +177,23 @@ pub fn defuse_formula(cell: String) -> String {
     }
 }
 
+/// `records` as CSV text, a line each: a page of a streamed download.
+pub fn csv_lines<R, F>(records: impl IntoIterator<Item = R>) -> Result<Vec<u8>, CaseloadError>
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for record in records {
+        writer
+            .write_record(record)
+            .map_err(|error| CaseloadError::Io(error.into()))?;
+    }
+    writer
+        .into_inner()
+        .map_err(|error| CaseloadError::Io(error.into_error()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::defuse_formula;

@@ -15,7 +15,8 @@
 //!   (the queue's executors call them inside `ctx.batch`): [`status_change`], [`watches`],
 //!   [`export`], [`email`], [`coach_reassignment`], [`early_alerts`]; [`coach_notices`]
 //!   tell coaches of their people once per task; [`task_notices`] tell owners when their
-//!   tasks end; the [`bell`] shows them in the dashboard.
+//!   tasks end; the [`bell`] shows them in the dashboard; [`outcomes`] keep what each
+//!   task did to each person.
 //! - [`audit`]: the audit trail of admins' acts and account changes; [`admin_alerts`]:
 //!   admins told of failures and a stuck queue, by email and signed webhook.
 //! - [`actions`]: the bulk actions as queue tasks: requests, validation, executors.
@@ -31,6 +32,7 @@ pub mod early_alerts;
 pub mod email;
 pub mod error;
 pub mod export;
+pub mod outcomes;
 pub mod people_import;
 pub mod people_sync;
 pub mod search;

@@ -96,5 +96,5 @@ pub async fn change_status<C: ConnectionTrait>(
     let recorded =
         store::status_changes::record_once(db, task_id, actor, change, &to_change, now).await?;
     store::people::set_program_status(db, &recorded, &change.to_status, actor, now).await?;
-    Ok(BatchReport::for_targets(&targets, recorded.len() as u64))
+    Ok(BatchReport::for_targets(&targets, recorded))
 }

@@ -31,7 +31,7 @@ pub async fn watch_targets<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<BatchReport, CaseloadError> {
     if targets.allowed.is_empty() {
-        return Ok(BatchReport::for_targets(targets, 0));
+        return Ok(BatchReport::for_targets(targets, Vec::new()));
     }
     let inserted = store::watches::insert(db, actor.id, &targets.allowed, now).await?;
     Ok(BatchReport::for_targets(targets, inserted))

@@ -68,15 +68,19 @@ test('an admin creates, disables and resets a staff account', async ({ browser }
 // A member of staff makes a personal token on their account page and a program uses it
 // on the JSON API, without a password or a cookie; revoked, it stops.
 test('a token made on the account page lets a program use the API', async ({ browser, playwright, baseURL }) => {
+  // Maybe a sign-in, and six page loads and API calls: slow on a debug build beside the Rust tests.
+  test.setTimeout(120_000);
   const page = await pageAs(browser, users.staff);
   await page.goto('/account');
   await hydrated(page);
-  await page.getByLabel('Name', { exact: true }).fill('nightly script');
+  // A name of its own, so a run repeated against the same server finds one row.
+  const name = `nightly script ${Date.now()}`;
+  await page.getByLabel('Name', { exact: true }).fill(name);
   await page.getByLabel('Access').selectOption('true');
   await page.getByRole('button', { name: 'Make token' }).click();
   const secret = (await page.getByTestId('new-token').textContent()) ?? '';
   expect(secret).toMatch(/^bq_[0-9a-f]{64}$/);
-  const row = page.getByTestId('token-nightly script');
+  const row = page.getByTestId(`token-${name}`);
   await expect(row.getByTestId('last-used')).toHaveText('never');
 
   const program = await playwright.request.newContext({

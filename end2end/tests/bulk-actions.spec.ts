@@ -75,6 +75,23 @@ test('staff change the status of 3 people and see the task complete live on My t
   await expect(reportCount(page, 'Status changed')).toHaveText('3');
   await screenshot(page, testInfo, 'task detail: status change');
 
+  // Each person's outcome downloads from the task page...
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByTestId('outcomes-download').click(),
+  ]);
+  const lines = (await readFile((await download.path())!, 'utf8')).trim().split('\n');
+  expect(lines[0]).toBe('school_id,name,outcome,meaning,person_id');
+  const changed = lines.slice(1).map((line) => line.split(','));
+  expect(changed.map((cells) => cells[0]).sort()).toEqual([...chosen].sort());
+  for (const cells of changed) expect(cells.slice(2, 4)).toEqual(['changed', 'Status changed']);
+
+  // ...and the task explorer finds the task by any of them.
+  await page.goto(`/tasks?person=${encodeURIComponent(chosen[1])}`);
+  await hydrated(page);
+  await expect(page.getByLabel('Person (school id)')).toHaveValue(chosen[1]);
+  await expect(taskItem(page, taskId)).toBeVisible();
+
   // The caseload shows the new status of exactly those three.
   await search(page, { q: 'Nguyen', mine: true });
   for (const schoolId of chosen) {

@@ -24,6 +24,7 @@ mod m20261129_000500_audit_trail;
 mod m20261129_000600_notices_seen;
 mod m20261129_000700_admin_alerts;
 mod m20261129_000800_send_rate;
+mod m20261129_000900_task_outcomes;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -79,6 +80,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000600_notices_seen::Migration),
             Box::new(m20261129_000700_admin_alerts::Migration),
             Box::new(m20261129_000800_send_rate::Migration),
+            Box::new(m20261129_000900_task_outcomes::Migration),
         ]
     }
 }

@@ -102,6 +102,6 @@ pub use store::{
     WriteClass, WriteTransaction, id_rows, parked_message,
 };
 pub use task::{
-    BulkOutcome, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,
+    BulkOutcome, ListedIn, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,
     StatusCount, Task, TaskCursor, TaskEvent, TaskFilter, TaskListPage, TaskSelector,
 };

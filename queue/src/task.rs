@@ -112,6 +112,19 @@ pub struct TaskFilter {
     /// Lowercase text its spec (or, with `text_in_errors`, its error) contains.
     pub text: Option<String>,
     pub text_in_errors: bool,
+    /// Only the tasks a table of the application lists for one key.
+    pub listed_in: Option<ListedIn>,
+}
+
+/// The tasks a table of the application lists against one key: those whose id is in
+/// `task_column` of `table` on a row whose `key_column` is `key` (the tasks that recorded
+/// an outcome for a person, say). Names come from code, never from input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedIn {
+    pub table: String,
+    pub task_column: String,
+    pub key_column: String,
+    pub key: Uuid,
 }
 
 /// A page of a list, newest first: the `limit` tasks after `before` (from the newest when

@@ -4,19 +4,17 @@
 
 use app::api::admin::ssr_impl::admin_only;
 use app::api::audit::AUDIT_CSV_PATH;
-use app::api::ssr::{AppState, internal};
+use app::api::ssr::AppState;
 use app::error::AppError;
 use axum::Router;
-use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bulkq_types::audit::AuditQuery;
 use caseload::audit::{CSV_HEADER, csv_page};
-use futures_util::{StreamExt, stream};
 
 use crate::api::user::ApiUser;
-use crate::csv_download::as_csv_download;
+use crate::csv_download::{as_csv_download, paged_csv_body};
 
 /// The download's route, ready to merge into a router with any state.
 pub fn routes<S: Clone + Send + Sync + 'static>(state: AppState) -> Router<S> {
@@ -35,21 +33,9 @@ async fn audit_csv(
         .map_err(AppError::BadRequest)?;
     let search = query.whole().check().map_err(AppError::invalid_fields)?;
     let db = state.db.clone();
-    // The state is the entry the next page starts after (`None` before the first), or the
-    // end once a page comes back empty or fails.
-    let pages = stream::unfold(Some(None), move |after| {
+    let body = paged_csv_body(CSV_HEADER, move |after| {
         let (db, search) = (db.clone(), search.clone());
-        async move {
-            match csv_page(&db, &search, after?).await {
-                Ok(Some((csv, last))) => Some((Ok(Bytes::from(csv)), Some(Some(last)))),
-                Ok(None) => None,
-                Err(error) => {
-                    let error = std::io::Error::other(internal(error).to_string());
-                    Some((Err(error), None))
-                }
-            }
-        }
+        async move { csv_page(&db, &search, after).await }
     });
-    let body = stream::iter([Ok(Bytes::from_static(CSV_HEADER))]).chain(pages);
-    as_csv_download(Body::from_stream(body).into_response(), "bulkq-audit.csv")
+    as_csv_download(body.into_response(), "bulkq-audit.csv")
 }

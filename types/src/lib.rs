@@ -1,7 +1,7 @@
 //! The types browser and server share, and nothing that needs a database or HTTP: staff
 //! [`accounts`] and tokens, the [`audit`] trail's acts and filters, people from the school's records ([`person_records`], [`people_import`]), a task's
 //! states and the pure decisions between them ([`state`]), the bulk actions' names and
-//! reports ([`actions`]), early [`alerts`], what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
+//! reports ([`actions`]) and each person's [`outcomes`], early [`alerts`], what a request may ask ([`requests`], [`filter`], [`export`], a task list's [`task_query`]), a
 //! queue node's state ([`node`]), the character rule all user text obeys ([`text`]), and numbers and quotes as people read
 //! them ([`words`]).
 //!
@@ -16,6 +16,7 @@ pub mod audit;
 pub mod export;
 pub mod filter;
 pub mod node;
+pub mod outcomes;
 pub mod people;
 pub mod people_import;
 pub mod person_records;

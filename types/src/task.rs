@@ -55,6 +55,14 @@ pub struct TaskLinks {
     /// once it is COMPLETED (see `export_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// For a bulk action: where each person's outcome so far downloads as CSV.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<String>,
+}
+
+/// Where task `id`'s outcomes per person download (`GET`, CSV).
+pub fn outcomes_href(id: uuid::Uuid) -> String {
+    format!("/api/1/tasks/{id}/outcomes")
 }
 
 impl TaskView {
@@ -238,6 +246,7 @@ mod tests {
             links: TaskLinks {
                 this: "/api/1/tasks/x".into(),
                 file: None,
+                outcomes: None,
             },
         }
     }

@@ -9,6 +9,7 @@ use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::person_records::school_id_problem;
 use crate::state::TaskStatus;
 use crate::task::TaskView;
 use crate::text::{Lines, control_character_problem};
@@ -65,6 +66,9 @@ pub struct TaskQuery {
     /// status, a coach, a note; for admins, also its error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The school id of a person the task touched (recorded an outcome for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
     /// The page after this one: the `next` of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<String>,
@@ -96,6 +100,8 @@ pub struct TaskSearch {
     pub id: Option<Uuid>,
     /// Lowercased.
     pub text: Option<String>,
+    /// A person's school id, as given (trimmed).
+    pub person: Option<String>,
     pub before: Option<TaskCursor>,
     pub limit: u64,
 }
@@ -133,7 +139,7 @@ impl TaskQuery {
     }
 
     /// Every field's name in a URL, in the struct's order.
-    pub const FIELDS: [&str; 10] = [
+    pub const FIELDS: [&str; 11] = [
         "mine",
         "status",
         "action",
@@ -142,6 +148,7 @@ impl TaskQuery {
         "created_to",
         "id",
         "text",
+        "person",
         "before",
         "limit",
     ];
@@ -171,6 +178,7 @@ impl TaskQuery {
             &self.created_to,
             &self.id,
             &self.text,
+            &self.person,
         ]
         .iter()
         .any(|field| {
@@ -232,6 +240,12 @@ impl TaskQuery {
             match name_problem(&text, MAX_TEXT_LEN) {
                 Some(message) => problem("text", message),
                 None => search.text = Some(text.to_lowercase()),
+            }
+        }
+        if let Some(person) = given(&self.person) {
+            match school_id_problem(&person) {
+                Some(message) => problem("person", message),
+                None => search.person = Some(person),
             }
         }
         if let Some(before) = given(&self.before) {
@@ -493,6 +507,7 @@ mod tests {
             created_to: Some(String::new()),
             id: Some(String::new()),
             text: Some(String::new()),
+            person: Some(String::new()),
             before: Some(String::new()),
             limit: Some(String::new()),
         };

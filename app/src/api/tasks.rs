@@ -43,6 +43,7 @@ pub async fn act_on_tasks(request: ActRequest) -> Result<ActOutcome, AppError> {
 
 #[cfg(feature = "ssr")]
 pub mod ssr_impl {
+    use bulkq_types::actions::ActionKind;
     use bulkq_types::export::ExportFileState;
     use bulkq_types::task::{TaskLinks, TaskSelection};
     use bulkq_types::task_query::{COUNT_CAP, TaskSearch};
@@ -111,6 +112,21 @@ pub mod ssr_impl {
                 "must be you when only your own tasks are listed",
             ));
         }
+        let listed_in = match &search.person {
+            Some(school_id) => {
+                let person = caseload::outcomes::person_with_school_id(&app.db, school_id)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| {
+                        AppError::invalid_fields([(
+                            "person".to_owned(),
+                            format!("no person has school id '{school_id}'"),
+                        )])
+                    })?;
+                Some(caseload::outcomes::tasks_touching(person))
+            }
+            None => None,
+        };
         Ok(TaskFilter {
             statuses: search.statuses.clone(),
             component: search.action.clone(),
@@ -121,6 +137,7 @@ pub mod ssr_impl {
             text: search.text.clone(),
             // Errors can name what staff may not see; only admins search them.
             text_in_errors: is_admin,
+            listed_in,
         })
     }
 
@@ -361,17 +378,19 @@ pub mod ssr_impl {
         }
     }
 
-    /// The task's own address and, for the viewer's own export that has not expired, its
-    /// file's (downloadable once the export completes).
+    /// The task's own address, its outcomes' for a bulk action and, for the viewer's own
+    /// export that has not expired, its file's (downloadable once the export completes).
     fn task_links(task: &Task, export_file: Option<ExportFileState>) -> TaskLinks {
         let id = task.id;
         let file = matches!(
             export_file,
             Some(ExportFileState::Ready { .. } | ExportFileState::NotFinished)
         );
+        let bulk_action = ActionKind::of_component(&task.execution_component_name).is_some();
         TaskLinks {
             this: format!("/api/1/tasks/{id}"),
             file: file.then(|| crate::api::bulk::export_file_href(id)),
+            outcomes: bulk_action.then(|| bulkq_types::task::outcomes_href(id)),
         }
     }
 }

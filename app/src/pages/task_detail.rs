@@ -176,7 +176,8 @@ fn Detail(
         {detail.people_import.map(|import| view! { <ImportOutcome import /> })}
         {detail.task.kind().zip(detail.task.report).map(|(kind, report)| {
             let finished = detail.task.workflow_status.is_terminal();
-            view! { <Report kind report finished /> }
+            let outcomes = detail.task.links.outcomes.clone();
+            view! { <Report kind report finished outcomes /> }
         })}
         {offers(TaskAct::Cancel).then(|| act_form(TaskAct::Cancel, view! {
             <button type="submit" class="danger" data-testid="cancel-task">"Cancel task"</button>
@@ -226,10 +227,15 @@ fn Detail(
     }
 }
 
-/// What the action has done (so far, unless `finished`): the counts that apply to it, and a
-/// few of the people it could not act on.
+/// What the action has done (so far, unless `finished`): the counts that apply to it, a
+/// link to each person's outcome, and a few of the people it could not act on.
 #[component]
-fn Report(kind: ActionKind, report: ActionReport, finished: bool) -> impl IntoView {
+fn Report(
+    kind: ActionKind,
+    report: ActionReport,
+    finished: bool,
+    outcomes: Option<String>,
+) -> impl IntoView {
     let skipped: Vec<_> = report
         .forbidden_sample
         .iter()
@@ -247,6 +253,13 @@ fn Report(kind: ActionKind, report: ActionReport, finished: bool) -> impl IntoVi
                 })
                 .collect_view()}
         </dl>
+        {outcomes.map(|href| view! {
+            <p>
+                <a class="download" href=href download="" data-testid="outcomes-download">
+                    "Download each person's outcome (CSV)"
+                </a>
+            </p>
+        })}
         {(!skipped.is_empty()).then(|| view! {
             <details>
                 <summary>"Some of the people not acted on"</summary>

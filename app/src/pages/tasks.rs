@@ -1,5 +1,5 @@
 //! The task explorer: "My tasks" (`/tasks`) and "All tasks" (`/admin/tasks`; staff see their
-//! own there). Filters by status, action, owner, creation day, id and words live in the URL, so a
+//! own there). Filters by status, action, owner, creation day, id, words and person live in the URL, so a
 //! view can be shared; pages follow one another by a mark, not an offset. Rows can be
 //! ticked, or every matching task chosen, and cancelled, retried, requeued or abandoned.
 //! Statuses and progress follow the live task stream; other changes refetch the page at
@@ -200,6 +200,15 @@ fn Filters(query: TaskQuery, scope: Scope, is_admin: bool) -> impl IntoView {
                     maxlength="200"
                     title={if is_admin { "In the request (subject, message, status, note) or the error" } else { "In the request: subject, message, status, note" }}
                     value=text(&query.text)
+                />
+                <label for="filter-person">"Person (school id)"</label>
+                <input
+                    id="filter-person"
+                    name="person"
+                    type="search"
+                    maxlength="32"
+                    title="Tasks that acted on this person, or left them out and said why"
+                    value=text(&query.person)
                 />
                 <button type="submit">"Apply"</button>
                 <a href=clear>"Clear"</a>

@@ -12,11 +12,13 @@ use queue::{Checkpoint, TaskContext, TaskError, WriteTransaction};
 use sea_orm::Condition;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use super::pace::SharedPace;
 use super::target::{Cursor, Target, TargetBatch};
 use crate::CaseloadError;
 use crate::access::{Actor, BatchReport};
+use crate::outcomes::record_batch;
 use crate::search::CandidatesAhead;
 
 /// How many candidates a walk of a query reads ahead at once (see
@@ -45,8 +47,10 @@ pub(crate) enum Reach {
     Anyone,
 }
 
-/// A batch begun by [`Walk::next`]: its transaction, the run_as user, and its people.
+/// A batch begun by [`Walk::next`]: its task, its transaction, the run_as user, and its
+/// people.
 pub(crate) struct Step {
+    pub task_id: Uuid,
     pub txn: WriteTransaction,
     pub actor: Actor,
     pub batch: TargetBatch,
@@ -132,7 +136,12 @@ impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
         };
         self.progress.cursor = batch.next.clone();
         self.open_batch = Some((began, batch.ids.len() as u64));
-        Ok(Next::Batch(Step { txn, actor, batch }))
+        Ok(Next::Batch(Step {
+            task_id: ctx.task_id(),
+            txn,
+            actor,
+            batch,
+        }))
     }
 
     /// Goes back to the last committed checkpoint, forgetting batches begun since.
@@ -333,7 +342,8 @@ pub(crate) type ChangeFuture<'s> =
     Pin<Box<dyn Future<Output = Result<BatchReport, CaseloadError>> + Send + 's>>;
 
 /// An action whose whole work is a change in the batch's transaction, reported as a
-/// [`BatchReport`] (status change, watch, unwatch): its batches may overlap.
+/// [`BatchReport`] (status change, watch, unwatch, coach reassignment, early alert) whose
+/// people's outcomes are recorded in the same transaction: its batches may overlap.
 pub(crate) struct DatabaseChange<F>(F);
 
 impl<F> DatabaseChange<F>
@@ -354,7 +364,11 @@ where
     const OVERLAPS: bool = true;
 
     async fn work(&self, step: &Step) -> Result<BatchReport, TaskError> {
-        (self.0)(step).await.map_err(task_error)
+        let report = (self.0)(step).await.map_err(task_error)?;
+        record_batch(&*step.txn, step.task_id, &report)
+            .await
+            .map_err(task_error)?;
+        Ok(report)
     }
 
     fn record(

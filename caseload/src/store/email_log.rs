@@ -108,6 +108,21 @@ pub(crate) async fn addresses<C: ConnectionTrait>(
         .await?)
 }
 
+/// The recipients of task `task_id` still `sending`: claimed by an attempt that died.
+pub(crate) async fn sending_people<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+) -> Result<Vec<Uuid>, CaseloadError> {
+    Ok(log::Entity::find()
+        .select_only()
+        .column(log::Column::PersonId)
+        .filter(log::Column::TaskId.eq(task_id))
+        .filter(log::Column::Status.eq(SendStatus::Sending.as_str()))
+        .into_tuple()
+        .all(db)
+        .await?)
+}
+
 /// Marks `failed` (interrupted) the recipients of task `task_id` still `sending`; returns
 /// how many.
 pub(crate) async fn fail_interrupted<C: ConnectionTrait>(

@@ -27,6 +27,7 @@
 //! - `audit`: the audit trail, written, paged and forgotten.
 //! - `admin_alerts`: the episodes of admins' alerts about the queue.
 //! - `send_rate`: the mail relay's token bucket, shared by the cluster.
+//! - `outcomes`: each person's outcome in a bulk task.
 
 pub(crate) mod admin_alerts;
 pub(crate) mod alert_reasons;
@@ -38,6 +39,7 @@ pub(crate) mod email_log;
 pub mod entity;
 pub(crate) mod imports;
 mod once_per_task;
+pub(crate) mod outcomes;
 pub(crate) mod people;
 pub(crate) mod people_sync;
 pub(crate) mod search;

@@ -2,20 +2,21 @@
 
 use chrono::{DateTime, Utc};
 use queue::{IdListFilter, id_rows};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement};
+use sea_orm::sea_query::{Condition, Query};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, QueryResult, Statement};
 use uuid::Uuid;
 
 use super::entity::person_watch;
 use crate::CaseloadError;
 
 /// Makes `staff_user_id` watch the people `person_ids` (known to exist) as of `now`; returns
-/// how many were not watched before.
+/// those who were not watched before.
 pub(crate) async fn insert<C: ConnectionTrait>(
     db: &C,
     staff_user_id: Uuid,
     person_ids: &[Uuid],
     now: DateTime<Utc>,
-) -> Result<u64, CaseloadError> {
+) -> Result<Vec<Uuid>, CaseloadError> {
     let backend = db.get_database_backend();
     let (ids, id_list) = id_rows(backend, 3, person_ids.iter().copied());
     let (actor_id, created_at) = match backend {
@@ -29,27 +30,39 @@ pub(crate) async fn insert<C: ConnectionTrait>(
         format!(
             "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
              SELECT {actor_id}, ids.id, {created_at} FROM {ids} WHERE true \
-             ON CONFLICT (staff_user_id, person_id) DO NOTHING"
+             ON CONFLICT (staff_user_id, person_id) DO NOTHING RETURNING person_id"
         ),
         [staff_user_id.into(), now.into(), id_list],
     );
-    Ok(db.execute_raw(insert).await?.rows_affected())
+    people_of(&db.query_all_raw(insert).await?)
 }
 
-/// Makes `staff_user_id` stop watching the people `person_ids`; returns how many were
+/// Makes `staff_user_id` stop watching the people `person_ids`; returns those who were
 /// watched.
 pub(crate) async fn delete<C: ConnectionTrait>(
     db: &C,
     staff_user_id: Uuid,
     person_ids: &[Uuid],
-) -> Result<u64, CaseloadError> {
-    Ok(person_watch::Entity::delete_many()
-        .filter(person_watch::Column::StaffUserId.eq(staff_user_id))
-        .filter(
-            person_watch::Column::PersonId
-                .in_id_list(db.get_database_backend(), person_ids.iter().copied()),
+) -> Result<Vec<Uuid>, CaseloadError> {
+    let delete = Query::delete()
+        .from_table(person_watch::Entity)
+        .cond_where(
+            Condition::all()
+                .add(person_watch::Column::StaffUserId.eq(staff_user_id))
+                .add(
+                    person_watch::Column::PersonId
+                        .in_id_list(db.get_database_backend(), person_ids.iter().copied()),
+                ),
         )
-        .exec(db)
-        .await?
-        .rows_affected)
+        .returning_col(person_watch::Column::PersonId)
+        .to_owned();
+    people_of(&db.query_all(&delete).await?)
+}
+
+/// The `person_id`s a statement's `RETURNING` named.
+fn people_of(rows: &[QueryResult]) -> Result<Vec<Uuid>, CaseloadError> {
+    Ok(rows
+        .iter()
+        .map(|row| row.try_get_by_index::<Uuid>(0))
+        .collect::<Result<_, _>>()?)
 }

@@ -2,7 +2,7 @@
 
 use bulkq_types::text::escape_like;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Condition, Expr, Func, LikeExpr, Query};
+use sea_orm::sea_query::{Alias, Condition, Expr, Func, LikeExpr, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
     QuerySelect, QueryTrait,
@@ -57,6 +57,16 @@ pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     }
     if let Some(text) = &filter.text {
         condition = condition.add(text_condition(text, filter.text_in_errors));
+    }
+    if let Some(listed) = &filter.listed_in {
+        // Here only, as in `text_condition`.
+        use sea_orm::sea_query::ExprTrait;
+        let listing = Query::select()
+            .column(Alias::new(&listed.task_column))
+            .from(Alias::new(&listed.table))
+            .and_where(Expr::col(Alias::new(&listed.key_column)).eq(listed.key))
+            .to_owned();
+        condition = condition.add(task::Column::Id.in_subquery(listing));
     }
     condition
 }
@@ -117,6 +127,7 @@ pub(crate) fn counted_by_triggers(filter: &TaskFilter) -> bool {
         && filter.created_until.is_none()
         && filter.id.is_none()
         && filter.text.is_none()
+        && filter.listed_in.is_none()
 }
 
 /// `column IN ('A', 'B')`, with the statuses as literals.

@@ -12,6 +12,7 @@ pub mod bulk;
 pub mod events;
 pub mod json;
 pub mod openapi;
+pub mod outcomes;
 pub mod people;
 pub mod periodic;
 pub mod stream_limit;
@@ -58,6 +59,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ApiState) -> Router<S> {
             post(periodic::resume_periodic_job),
         )
         .route("/tasks/{id}", get(tasks::get_task))
+        .route("/tasks/{id}/outcomes", get(outcomes::get_task_outcomes))
         .route("/tasks/{id}/cancel", post(tasks::cancel_task))
         .route("/tasks/{id}/schedule", post(tasks::reschedule_task))
         .route("/task-events", get(events::task_events))

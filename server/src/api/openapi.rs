@@ -7,7 +7,7 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{alerts, bulk, events, people, periodic, tasks};
+use super::{alerts, bulk, events, outcomes, people, periodic, tasks};
 use crate::web::SESSION_COOKIE;
 
 /// The document.
@@ -24,6 +24,7 @@ use crate::web::SESSION_COOKIE;
     paths(
         tasks::list_tasks,
         tasks::get_task,
+        outcomes::get_task_outcomes,
         tasks::cancel_task,
         tasks::reschedule_task,
         tasks::act_on_tasks,

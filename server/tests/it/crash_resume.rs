@@ -91,6 +91,11 @@ async fn a_status_change_survives_killed_nodes(db: TestDatabase) {
         (to_change as u64, (people - to_change) as u64),
         "the checkpointed report counts every person once"
     );
+    assert_eq!(
+        outcomes_of_task(&db, task.id).await,
+        [(1, to_change), (2, people - to_change)],
+        "one outcome per person: changed, unchanged"
+    );
 }
 
 async fn a_coach_reassignment_survives_killed_nodes(db: TestDatabase) {
@@ -311,6 +316,14 @@ async fn an_email_survives_killed_nodes(db: TestDatabase) {
         "the checkpointed report matches the log"
     );
     assert_eq!(report.without_address, (people - with_address) as u64);
+    assert_eq!(
+        outcomes_of_task(&db, task.id).await,
+        [(1, sent), (5, people - with_address), (7, interrupted)]
+            .into_iter()
+            .filter(|(_, count)| *count > 0)
+            .collect::<Vec<_>>(),
+        "one outcome per person: sent, no address, failed"
+    );
 }
 
 /// An admin (who may target everyone) and `people` generated people, some without an address.
@@ -408,6 +421,20 @@ async fn history_of_task(db: &TestDatabase, table: &str, task_id: Uuid) -> (i64,
         count_for_task(db, &people, task_id).await,
         count_for_task(db, &repeated, task_id).await,
     )
+}
+
+/// How many people of the task have each outcome (by code, ascending, present ones only).
+async fn outcomes_of_task(db: &TestDatabase, task_id: Uuid) -> Vec<(i64, i64)> {
+    let mut found = Vec::new();
+    for code in 1..=7 {
+        let sql =
+            format!("SELECT COUNT(*) FROM task_outcome WHERE task_id = $1 AND outcome = {code}");
+        let count = count_for_task(db, &sql, task_id).await;
+        if count > 0 {
+            found.push((code, count));
+        }
+    }
+    found
 }
 
 /// Runs a query with the task's id bound as `$1` (both backends accept `$1`) and returns its

@@ -23,6 +23,7 @@ mod logs;
 mod mail_relay;
 mod metrics;
 mod nodes;
+mod outcomes;
 mod overlapping_actions;
 mod people;
 mod people_first;

@@ -7,6 +7,7 @@
 //! the queue tries again after its backoff, which is the pause a relay saying "later" needs.
 
 use bulkq_types::actions::ActionKind;
+use bulkq_types::outcomes::PersonOutcome;
 use bulkq_types::requests::{EmailRequest, ScheduleRequest};
 use bulkq_types::words::quoted;
 use chrono::Utc;
@@ -28,6 +29,7 @@ use crate::email::{
     Claim, Delivery, EmailContent, Mailer, Recipient, claim_deferred, claim_recipients,
     deferred_count, fail_interrupted, record_outcomes,
 };
+use crate::outcomes;
 use crate::users::StaffUser;
 
 /// Messages in flight at once (over the relay's pooled connections). One at a time, a
@@ -210,16 +212,24 @@ impl BatchAction<()> for EmailBatches<'_> {
     /// Never: messages go out between one batch's commit and the next.
     const OVERLAPS: bool = false;
 
+    /// Claims the batch's recipients and records the outcomes of everyone not claimed;
+    /// the recipients' own come once their messages are sent (or found interrupted). People
+    /// claimed by an earlier run keep the outcome that run recorded.
     async fn work(&self, step: &Step) -> Result<Claim, TaskError> {
-        claim_recipients(
-            &*step.txn,
-            self.task_id,
-            &step.actor,
-            &step.batch.ids,
-            Utc::now(),
-        )
-        .await
-        .map_err(task_error)
+        let txn = &*step.txn;
+        let claim = claim_recipients(txn, self.task_id, &step.actor, &step.batch.ids, Utc::now())
+            .await
+            .map_err(task_error)?;
+        for (outcome, people) in [
+            (PersonOutcome::NoEmailAddress, &claim.without_address),
+            (PersonOutcome::OutOfScope, &claim.report.forbidden),
+            (PersonOutcome::Unknown, &claim.report.unknown),
+        ] {
+            outcomes::record(txn, self.task_id, outcome, people)
+                .await
+                .map_err(task_error)?;
+        }
+        Ok(claim)
     }
 
     fn record(
@@ -232,7 +242,7 @@ impl BatchAction<()> for EmailBatches<'_> {
         let report = &mut progress.report;
         report.add_skipped(&claim.report.forbidden, &claim.report.unknown);
         // `unchanged` of a claim also counts those without an address.
-        report.unchanged += claim.report.unchanged.saturating_sub(without_address);
+        report.unchanged += (claim.report.unchanged.len() as u64).saturating_sub(without_address);
         report.without_address += without_address;
         Ok(())
     }

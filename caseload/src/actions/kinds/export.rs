@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use bulkq_types::actions::ActionKind;
 use bulkq_types::export::{ALL_COLUMNS, ExportColumn};
+use bulkq_types::outcomes::PersonOutcome;
 use bulkq_types::requests::{ExportRequest, ScheduleRequest};
 use queue::{TaskContext, TaskError, TaskExecutor};
 use sea_orm::ConnectionTrait;
@@ -22,6 +23,7 @@ use crate::actions::target::Target;
 use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
 use crate::actions::{ActionsConfig, export_file};
 use crate::export::{CsvExport, DEFAULT_ROW_CAP, ExportOptions, ExportProgress};
+use crate::outcomes;
 use crate::store::entity::person;
 use crate::users::StaffUser;
 
@@ -186,10 +188,19 @@ impl BatchAction<Option<ExportProgress>> for FileWriter {
         if step.batch.rows.is_some() {
             return Ok(None);
         }
-        load_targets(&*step.txn, &step.actor, &step.batch.ids)
+        let (targets, rows) = load_targets(&*step.txn, &step.actor, &step.batch.ids)
             .await
-            .map(Some)
-            .map_err(task_error)
+            .map_err(task_error)?;
+        // The file lists who was exported; the outcomes say who was not, and why.
+        for (outcome, people) in [
+            (PersonOutcome::OutOfScope, &targets.forbidden),
+            (PersonOutcome::Unknown, &targets.unknown),
+        ] {
+            outcomes::record(&*step.txn, step.task_id, outcome, people)
+                .await
+                .map_err(task_error)?;
+        }
+        Ok(Some((targets, rows)))
     }
 
     fn record(
