@@ -58,7 +58,8 @@ impl Store {
         Ok(taken)
     }
 
-    /// Gives back `task`'s place and, below `limit`, lifts the limit's pause.
+    /// Gives back the place `task` took under its lease and, below `limit`, lifts the
+    /// limit's pause.
     pub(crate) async fn limit_place_release(
         &self,
         task: &Task,
@@ -67,7 +68,11 @@ impl Store {
         let component = task.execution_component_name.as_str();
         let txn = self.begin_write_as(WriteClass::Background).await?;
         self.lock_component(&*txn, component).await?;
-        component_slot::Entity::delete_by_id(task.id)
+        // Under its own lease only: a task rescued from this node and claimed again holds
+        // its place under the new lease, which this late release must not free.
+        component_slot::Entity::delete_many()
+            .filter(component_slot::Column::TaskId.eq(task.id))
+            .filter(component_slot::Column::LeaseVersion.eq(task.lease_version))
             .exec(&*txn)
             .await?;
         let lifted = self.settle_pause(&*txn, component, limit).await?;

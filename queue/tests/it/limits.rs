@@ -65,6 +65,10 @@ async fn a_running_limit_holds(db: TestDatabase, nodes: usize) {
         registry.limit_running(LIMITED, LIMIT).unwrap();
         let config = RuntimeConfig {
             workers: 4,
+            // A place is held under its lease: a node whose heartbeat a loaded machine
+            // delays past a short timeout is rescued, its place freed while its executor
+            // still runs (fenced at its next write), and the count here would see one more.
+            node_timeout: Duration::from_secs(60),
             ..testing::fast_config(&format!("limits-{node}"))
         };
         let runtime = Runtime::start(config, Store::new(conn), registry).await;
