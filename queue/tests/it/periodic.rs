@@ -90,7 +90,16 @@ async fn a_frequent_job_runs_once_per_due_time_on_three_nodes(db: TestDatabase) 
     assert_eq!(names, ["queue.prune", "queue.rescue", "tick"]);
     let tick = &jobs[2];
     assert_eq!(tick.schedule, "every 250ms");
-    assert_eq!(tick.last_result.as_deref(), Some("ok"));
+    // The last word is a run's, or, on a machine slow enough that a peer reached a due
+    // time while another node still held its lock, that peer's skip.
+    assert!(
+        matches!(
+            tick.last_result.as_deref(),
+            Some("ok" | "skipped: the lock was held")
+        ),
+        "{:?}",
+        tick.last_result
+    );
     assert!(tick.next_run_at > tick.last_due_at);
 }
 
