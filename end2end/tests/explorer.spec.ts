@@ -50,10 +50,19 @@ test('the task explorer pages, filters by URL and acts on every matching task', 
   for (const id of ids) await expect(taskItem(staff, id)).toBeVisible();
   await screenshot(staff, testInfo, 'my tasks, filtered');
 
+  // A tick outlives the list's refetch: a new task of theirs reloads the list.
+  const tick = taskItem(staff, ids[0]).getByRole('checkbox', { name: 'Tick task' });
+  await tick.check();
+  ids.push(...(await scheduleWatches(staff, 1)));
+  await expect(taskItem(staff, ids[3])).toBeVisible();
+  await expect(tick).toBeChecked();
+  await expect(staff.locator('button[data-act="cancel"]')).toHaveText('Cancel 1 task');
+  await tick.uncheck();
+
   // Staff cancel every matching task of theirs at once; retry is not theirs to offer.
   await expect(staff.locator('button[data-act="retry"]')).toHaveCount(0);
   await tickThenAct(staff.getByTestId('select-all-matching'), staff.locator('button[data-act="cancel"]'));
-  await expect(staff.getByTestId('repair-result')).toContainText('Cancelled 3 tasks (0 skipped).');
+  await expect(staff.getByTestId('repair-result')).toContainText('Cancelled 4 tasks (0 skipped).');
   await expect(staff.getByTestId('tasks-empty')).toHaveText('No tasks match these filters.');
 
   // An admin finds them by owner and status across everyone's tasks, and retries them all.
@@ -63,7 +72,7 @@ test('the task explorer pages, filters by URL and acts on every matching task', 
   await expect(admin.getByRole('heading', { name: 'All tasks' })).toBeVisible();
   for (const id of ids) await expect(taskItem(admin, id).getByTestId('task-status')).toHaveText('ABANDONED');
   await tickThenAct(admin.getByTestId('select-all-matching'), admin.locator('button[data-act="retry"]'));
-  await expect(admin.getByTestId('repair-result')).toContainText('Retried 3 tasks (0 skipped).');
+  await expect(admin.getByTestId('repair-result')).toContainText('Retried 4 tasks (0 skipped).');
 
   // Found again by id alone: a retry runs at once, so it is on its way or done.
   await admin.goto(`/admin/tasks?id=${ids[0]}`);

@@ -6,6 +6,11 @@ import { test as base, Browser, BrowserContext, BrowserContextOptions, expect, L
  * its pages open would starve the next test's pages of live updates. */
 const openedContexts: BrowserContext[] = [];
 
+/** What the script of a page opened through `pageAs` threw uncaught (a panic of the hydrated
+ * app among them): a page whose script died looks right and answers nothing, so any such
+ * error fails the test that met it. */
+const pageErrors: string[] = [];
+
 /** The servers scripts/e2e.sh started, one per worker, in worker order. */
 const baseURLs = (process.env.BASE_URLS ?? 'http://127.0.0.1:3000').split(',');
 
@@ -25,6 +30,8 @@ export const test = base.extend<{ closeOpenedPages: void }>({
       for (const context of openedContexts.splice(0)) {
         await context.close();
       }
+      const errors = pageErrors.splice(0);
+      expect(errors, `uncaught errors in the pages' script:\n${errors.join('\n')}`).toEqual([]);
     },
     { auto: true },
   ],
@@ -76,6 +83,7 @@ export async function pageAs(browser: Browser, user: User, options: BrowserConte
   const saved = sessions.get(user.username);
   const context = await browser.newContext({ ...options, storageState: saved });
   openedContexts.push(context);
+  context.on('weberror', (error) => pageErrors.push(error.error().message.slice(0, 2000)));
   const page = await context.newPage();
   if (saved) {
     await page.goto('/');
@@ -152,7 +160,8 @@ export async function confirmAndGetTask(page: Page, submitted: string): Promise<
 
 /** Ticks `tick`, then clicks `act`, again until the click lands. A list of tasks is fetched
  * again whenever the page's live stream (re)connects (so about a second after each page
- * load) or its tasks change, and the new list drops the ticks given to the old one. */
+ * load) or its tasks change; the new list keeps the ticks, but a tick given to a row the
+ * swap is replacing can miss. */
 export async function tickThenAct(tick: Locator, act: Locator) {
   await expect(async () => {
     await tick.check({ timeout: 1_000 });

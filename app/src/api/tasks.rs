@@ -114,7 +114,7 @@ pub mod ssr_impl {
         }
         let listed_in = match &search.person {
             Some(school_id) => {
-                let person = caseload::outcomes::person_with_school_id(&app.db, school_id)
+                let person = caseload::people_sync::person_with_school_id(&app.db, school_id)
                     .await
                     .map_err(internal)?
                     .ok_or_else(|| {

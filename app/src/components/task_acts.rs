@@ -35,17 +35,44 @@ impl Default for Ticks {
 }
 
 impl Ticks {
+    /// Ticks a page keeps across refetches of its list (a busy queue refetches it every
+    /// second), cleared when `list` names another list (other filters, another page) and
+    /// after each act, so a finished act leaves nothing ticked to press again by mistake.
+    pub fn kept_by_page<T: 'static>(list: impl Fn() -> T + 'static, acting: Acting) -> Self {
+        let ticks = Ticks::default();
+        Effect::new(move |_| {
+            list();
+            acting.action.version().track();
+            ticks.clear();
+        });
+        ticks
+    }
+
+    /// Unticks everything.
+    pub fn clear(self) {
+        self.all_matching.set(false);
+        self.selected.set(HashSet::new());
+    }
+
     /// What the ticks choose: every task of `matching` (read as `all {matching_words}
-    /// matching`) when that box is ticked, else the ticked rows, else nothing.
-    pub fn chosen(self, matching: TaskSelection, matching_words: String) -> Signal<Option<Chosen>> {
-        Signal::derive(move || {
+    /// matching`) when that box is ticked, else the ticked rows of those `shown` (a row a
+    /// refetch took away is not acted on unseen), else nothing.
+    pub fn chosen(
+        self,
+        matching: TaskSelection,
+        matching_words: String,
+        shown: Vec<Uuid>,
+    ) -> ArcSignal<Option<Chosen>> {
+        ArcSignal::derive(move || {
             if self.all_matching.get() {
                 return Some(Chosen {
                     selection: matching.clone(),
                     words: format!("all {matching_words} matching"),
                 });
             }
-            let ids: Vec<Uuid> = self.selected.with(|s| s.iter().copied().collect());
+            let ids: Vec<Uuid> = self
+                .selected
+                .with(|s| shown.iter().copied().filter(|id| s.contains(id)).collect());
             (!ids.is_empty()).then(|| Chosen {
                 words: format::plural(ids.len() as u64, "task", "tasks"),
                 selection: TaskSelection::Ids(ids),
@@ -60,6 +87,14 @@ impl Ticks {
         } else {
             HashSet::new()
         });
+    }
+
+    /// Whether the "tick this page" box shows ticked: every row in `shown` is.
+    pub fn is_page_ticked(self, shown: &[Uuid]) -> bool {
+        !shown.is_empty()
+            && self
+                .selected
+                .with(|s| shown.iter().all(|id| s.contains(id)))
     }
 
     /// Whether `id`'s box shows ticked.
@@ -113,21 +148,12 @@ impl Default for Acting {
 /// Renders a button per act in `acts`, each naming what it applies to; nothing can be
 /// pressed while nothing is chosen.
 #[component]
-pub fn ActBar(acting: Acting, acts: Vec<TaskAct>, chosen: Signal<Option<Chosen>>) -> impl IntoView {
+pub fn ActBar(
+    acting: Acting,
+    acts: Vec<TaskAct>,
+    chosen: ArcSignal<Option<Chosen>>,
+) -> impl IntoView {
     let reason = RwSignal::new(String::new());
-    let nothing_chosen = move || chosen.with(Option::is_none);
-    let label = move |offered: TaskAct| {
-        let words = chosen.with(|c| c.as_ref().map(|c| c.words.clone()));
-        match words {
-            Some(words) => format!("{} {words}", offered.label()),
-            None => offered.label().to_owned(),
-        }
-    };
-    let press = move |offered: TaskAct| {
-        if let Some(chosen) = chosen.get_untracked() {
-            acting.dispatch(offered, chosen.selection, reason.get_untracked());
-        }
-    };
     let buttons = acts
         .into_iter()
         .map(|offered| {
@@ -141,16 +167,37 @@ pub fn ActBar(acting: Acting, acts: Vec<TaskAct>, chosen: Signal<Option<Chosen>>
                     <input id="act-reason" type="text" maxlength="500" bind:value=reason />
                 }
             });
+            // Each closure holds the choice itself: a page's ticks outlive a refetched list,
+            // and the bar of the list being replaced must not read a choice already dropped.
+            let nothing_chosen = {
+                let chosen = chosen.clone();
+                move || chosen.with(Option::is_none)
+            };
+            let label = {
+                let chosen = chosen.clone();
+                move || match chosen.with(|c| c.as_ref().map(|c| c.words.clone())) {
+                    Some(words) => format!("{} {words}", offered.label()),
+                    None => offered.label().to_owned(),
+                }
+            };
+            let press = {
+                let chosen = chosen.clone();
+                move |_| {
+                    if let Some(chosen) = chosen.get_untracked() {
+                        acting.dispatch(offered, chosen.selection, reason.get_untracked());
+                    }
+                }
+            };
             view! {
                 {reason_field}
                 <button
                     type="button"
                     class=class
                     data-act=offered.as_str()
-                    on:click=move |_| press(offered)
+                    on:click=press
                     disabled=nothing_chosen
                 >
-                    {move || label(offered)}
+                    {label}
                 </button>
             }
         })

@@ -27,6 +27,7 @@ pub fn QueueHealthPage() -> impl IntoView {
     let action_filter = RwSignal::new(String::new());
     let reload = RwSignal::new(0u64);
     let acting = Acting::default();
+    let ticks = Ticks::kept_by_page(move || action_filter.track(), acting);
     let run_job = ServerAction::<RunPeriodicJob>::new();
     let pause_job = ServerAction::<SetPeriodicPaused>::new();
     let pause = ServerAction::<SetActionPaused>::new();
@@ -61,7 +62,7 @@ pub fn QueueHealthPage() -> impl IntoView {
             <Transition fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match health.await {
-                        Ok(health) => view! { <Health health action_filter actions /> }.into_any(),
+                        Ok(health) => view! { <Health health action_filter actions ticks /> }.into_any(),
                         Err(AppError::Forbidden(_)) => view! {
                             <p class="error" role="alert" data-testid="forbidden">
                                 "Queue health is for administrators only."
@@ -90,7 +91,12 @@ struct Actions {
 }
 
 #[component]
-fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions) -> impl IntoView {
+fn Health(
+    health: QueueHealth,
+    action_filter: RwSignal<String>,
+    actions: Actions,
+    ticks: Ticks,
+) -> impl IntoView {
     let oldest = match health.oldest_wait_seconds {
         Some(seconds) => format!("{} waiting", format::duration(seconds)),
         None => "nothing waiting".to_owned(),
@@ -309,7 +315,7 @@ fn Health(health: QueueHealth, action_filter: RwSignal<String>, actions: Actions
             }.into_any()
         }}
 
-        <Problems health_problems=health.problems problem_total=health.problem_total action_names action_filter actions />
+        <Problems health_problems=health.problems problem_total=health.problem_total action_names action_filter actions ticks />
     }
 }
 
@@ -320,22 +326,19 @@ fn Problems(
     action_names: Vec<String>,
     action_filter: RwSignal<String>,
     actions: Actions,
+    ticks: Ticks,
 ) -> impl IntoView {
-    let ticks = Ticks::default();
     let shown: Vec<Uuid> = health_problems.iter().map(|p| p.task.id).collect();
     let matching =
         TaskSelection::Matching(Box::new(problems_query(&action_filter.get_untracked())));
-    let chosen = ticks.chosen(matching, format::count(problem_total));
+    let chosen = ticks.chosen(matching, format::count(problem_total), shown.clone());
     view! {
         <h2>"Failed tasks"</h2>
         <div class="search-bar">
             <label for="problem-action">"Action"</label>
             <select
                 id="problem-action"
-                on:change=move |ev| {
-                    ticks.tick_page(&[], false);
-                    action_filter.set(event_target_value(&ev));
-                }
+                on:change=move |ev| action_filter.set(event_target_value(&ev))
             >
                 <option value="" selected=move || action_filter.get().is_empty()>"All actions"</option>
                 {action_names.into_iter().map(|name| {
@@ -370,6 +373,10 @@ fn Problems(
                                     <input
                                         type="checkbox"
                                         aria-label="Select every task shown"
+                                        prop:checked={
+                                            let shown = shown.clone();
+                                            move || ticks.is_page_ticked(&shown)
+                                        }
                                         on:change=move |ev| ticks.tick_page(&shown, event_target_checked(&ev))
                                     />
                                 </th>

@@ -86,6 +86,7 @@ fn TaskExplorer(scope: Scope) -> impl IntoView {
     });
     let reload = RwSignal::new(0u64);
     let acting = Acting::default();
+    let ticks = Ticks::kept_by_page(move || query.track(), acting);
     let tasks = Resource::new(
         move || (query.get(), reload.get(), acting.action.version().get()),
         |(query, ..)| async move {
@@ -145,7 +146,7 @@ fn TaskExplorer(scope: Scope) -> impl IntoView {
                         Ok(page) => {
                             live.set(HashMap::new());
                             let query = query.get().unwrap_or_default();
-                            view! { <Results page query live acting is_admin /> }.into_any()
+                            view! { <Results page query live acting ticks is_admin /> }.into_any()
                         }
                         Err(error) => view! { <ErrorMessage error /> }.into_any(),
                     }
@@ -249,9 +250,9 @@ fn Results(
     query: TaskQuery,
     live: RwSignal<HashMap<Uuid, TaskUpdate>>,
     acting: Acting,
+    ticks: Ticks,
     is_admin: bool,
 ) -> impl IntoView {
-    let ticks = Ticks::default();
     let shown: Vec<Uuid> = page.tasks.iter().map(|t| t.id).collect();
     let acts: Vec<TaskAct> = TaskAct::ALL
         .into_iter()
@@ -260,6 +261,7 @@ fn Results(
     let chosen = ticks.chosen(
         TaskSelection::Matching(Box::new(query.first_page())),
         page.total_words(),
+        shown.clone(),
     );
     // The scope is the page's path, so links carry only the filters and the page.
     let link = |before: Option<String>| {
@@ -292,6 +294,10 @@ fn Results(
                 <input
                     type="checkbox"
                     aria-label="Tick every task on this page"
+                    prop:checked={
+                        let shown = shown.clone();
+                        move || ticks.is_page_ticked(&shown)
+                    }
                     on:change=move |ev| ticks.tick_page(&shown, event_target_checked(&ev))
                 />
                 " Tick this page"
