@@ -115,15 +115,6 @@ pub async fn csv_page<C: ConnectionTrait>(
     Ok(Some((csv, last)))
 }
 
-/// The person the school knows as `school_id`, if any: the key of a search by person.
-pub async fn person_with_school_id<C: ConnectionTrait>(
-    db: &C,
-    school_id: &str,
-) -> Result<Option<Uuid>, CaseloadError> {
-    let found = crate::store::people_sync::by_school_id(db, [school_id.to_owned()]).await?;
-    Ok(found.into_values().next().map(|person| person.id))
-}
-
 /// The tasks that recorded an outcome for `person_id`, as the task explorer's filter.
 pub fn tasks_touching(person_id: Uuid) -> ListedIn {
     rows::tasks_touching(person_id)
@@ -158,7 +149,7 @@ pub async fn forget_pruned(store: &queue::Store) -> Result<u64, CaseloadError> {
     let mut after = None;
     while let Some(task_id) = rows::next_task(store.db(), after).await? {
         after = Some(task_id);
-        if store.task_get(task_id).await?.is_some() {
+        if store.task_exists(task_id).await? {
             continue;
         }
         loop {

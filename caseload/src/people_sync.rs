@@ -247,3 +247,12 @@ pub async fn retire<C: ConnectionTrait>(
     store::people_sync::record_moves(db, actor_id, &moved, RETIRE_REASON, task_id, now).await?;
     Ok(outcomes)
 }
+
+/// The person the school knows as `school_id`, if any: the key of a search by person.
+pub async fn person_with_school_id<C: ConnectionTrait>(
+    db: &C,
+    school_id: &str,
+) -> Result<Option<Uuid>, CaseloadError> {
+    let found = store::people_sync::by_school_id(db, [school_id.to_owned()]).await?;
+    Ok(found.into_values().next().map(|person| person.id))
+}

@@ -144,6 +144,17 @@ impl Store {
         Ok(task::Entity::find_by_id(id).one(&self.db).await?)
     }
 
+    /// Whether task `id` exists, read by key alone (a task's row carries its whole spec).
+    pub async fn task_exists(&self, id: Uuid) -> Result<bool, QueueError> {
+        let found = task::Entity::find_by_id(id)
+            .select_only()
+            .column(task::Column::Id)
+            .into_tuple::<Uuid>()
+            .one(&self.db)
+            .await?;
+        Ok(found.is_some())
+    }
+
     /// Up to `limit` tasks that ended (stopped in a final status) at or after `since` and,
     /// if given, after `after` (an end time and task id, the last of the previous page), in
     /// that order, read through `idx_queue_task_stopped`: for telling their owners.
