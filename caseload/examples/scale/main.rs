@@ -9,10 +9,14 @@
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
 //! afterwards). `alert` raises an early alert for everyone and tells their coaches.
-//! `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
+//! `export`, `status` and `reassign` also time their plain-SQL floor after the engine
+//! (`floor.rs`; a change's on a copy of the database made before the engine started) and
+//! print the engine's time over it. `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
 //! file again (which changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
 //! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
 //! actions with N people per batch instead of the product's default.
+
+mod floor;
 
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -58,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (all && !["email", "import"].contains(&step)) || steps.iter().any(|s| s == step)
     };
     queue::database::migrate::<Migrator>(url).await?;
-    let db = queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await?;
+    let mut db = connect(url).await?;
     let coaches = coaches(&db).await?;
     if wants("seed") {
         let started = Instant::now();
@@ -80,24 +84,48 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         search(&db, &coaches).await?;
     }
     if wants("status") {
-        run_action(&db, "status change", everyone(), |target| {
+        let change = floor::ColumnChange {
+            column: "program_status",
+            to: "INACTIVE".to_owned(),
+            history_table: "program_status_change",
+            history_columns: &[
+                "id",
+                "person_id",
+                "from_status",
+                "to_status",
+                "reason",
+                "changed_by",
+                "changed_at",
+                "task_id",
+            ],
+            history_extra: vec!["scale measurement".into()],
+        };
+        let copy;
+        (copy, db) = copy_for_floor(url, db).await?;
+        let engine = run_action(&db, "status change", everyone(), |target| {
             ActionRequest::ProgramStatusChange(StatusChangeRequest {
                 target,
-                to_status: "INACTIVE".into(),
+                to_status: change.to.clone(),
                 reason: "scale measurement".into(),
                 ..StatusChangeRequest::default()
             })
         })
         .await?;
+        let floor = column_change_floor(copy, &change).await?;
+        print_floor(&db, "status change", &floor, engine);
     }
     if wants("export") {
-        run_action(&db, "export", everyone(), |target| {
+        let engine = run_action(&db, "export", everyone(), |target| {
             ActionRequest::Export(ExportRequest {
                 target,
                 ..ExportRequest::default()
             })
         })
         .await?;
+        let file = std::env::temp_dir().join(format!("bulkq-scale-floor-{}.csv", Uuid::now_v7()));
+        let floor = floor::export(&db, &file).await?;
+        std::fs::remove_file(&file)?;
+        print_floor(&db, "export", &floor, engine);
     }
     if wants("email") {
         let graduated = PersonFilter {
@@ -131,7 +159,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if wants("reassign") {
         let coach = new_user(&db, "Scale coach", Role::Staff).await?;
-        run_action(&db, "coach reassignment", everyone(), |target| {
+        let change = floor::ColumnChange {
+            column: "coach_id",
+            to: Some(coach.id),
+            history_table: "coach_change",
+            history_columns: &[
+                "id",
+                "person_id",
+                "from_coach_id",
+                "to_coach_id",
+                "changed_by",
+                "changed_at",
+                "task_id",
+            ],
+            history_extra: Vec::new(),
+        };
+        let copy;
+        (copy, db) = copy_for_floor(url, db).await?;
+        let engine = run_action(&db, "coach reassignment", everyone(), |target| {
             ActionRequest::CoachReassignment(CoachReassignmentRequest {
                 target,
                 to_coach: coach.username,
@@ -139,6 +184,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
         })
         .await?;
+        let floor = column_change_floor(copy, &change).await?;
+        print_floor(&db, "coach reassignment", &floor, engine);
     }
     if wants("import") {
         import(&db, people).await?;
@@ -385,7 +432,7 @@ async fn run_action(
     name: &str,
     target: PersonFilter,
     request: impl FnOnce(TargetRequest) -> ActionRequest,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<f64, Box<dyn std::error::Error>> {
     let scratch = std::env::temp_dir().join(format!("bulkq-scale-{}", Uuid::now_v7()));
     let store = Store::new(db.clone());
     let mut registry = Registry::new();
@@ -445,7 +492,7 @@ async fn run_action(
     );
     runtime.shutdown(Duration::from_secs(5)).await;
     std::fs::remove_dir_all(&scratch)?;
-    Ok(())
+    Ok(elapsed)
 }
 
 /// The task once it has ended.
@@ -539,6 +586,58 @@ async fn upload_people_file(
     }
     writer.write(store, part.as_bytes()).await?;
     Ok(writer.finish(store).await?)
+}
+
+/// Opens the database as a node does (its pool, its durability settings).
+async fn connect(url: &str) -> Result<DatabaseConnection, sea_orm::DbErr> {
+    queue::database::connect(url, queue::database::DEFAULT_MAX_CONNECTIONS).await
+}
+
+/// A copy of the database `db` (at `url`) as it is now, for a floor, and `db` opened again
+/// (the copy closes it).
+async fn copy_for_floor(
+    url: &str,
+    db: DatabaseConnection,
+) -> Result<(floor::DatabaseCopy, DatabaseConnection), Box<dyn std::error::Error>> {
+    let copy = floor::DatabaseCopy::of(url, db).await?;
+    Ok((copy, connect(url).await?))
+}
+
+/// Times `change`'s plain-SQL floor on `copy`, then deletes it. It runs after the engine,
+/// so the engine's step reports its own peak RSS.
+async fn column_change_floor<T>(
+    copy: floor::DatabaseCopy,
+    change: &floor::ColumnChange<T>,
+) -> Result<floor::Floor, Box<dyn std::error::Error>>
+where
+    T: sea_orm::TryGetable + Into<sea_orm::Value> + Clone + PartialEq,
+{
+    let copy_db = floor::connect(&copy.url).await?;
+    let actor = admin(&copy_db).await?.id;
+    let floor = floor::column_change(&copy_db, change, actor, batch_size()?).await?;
+    copy_db.close().await?;
+    copy.drop().await?;
+    Ok(floor)
+}
+
+/// Prints an action's plain-SQL floor beside the engine's time, and the ratio of the two.
+fn print_floor(db: &DatabaseConnection, name: &str, floor: &floor::Floor, engine_seconds: f64) {
+    let ratio = engine_seconds / floor.seconds;
+    println!(
+        "{name}: engine {engine_seconds:.1} s, plain-SQL floor {:.1} s ({} people), engine ÷ floor {ratio:.2}",
+        floor.seconds, floor.changed
+    );
+    figures(
+        db,
+        &format!("{name} floor"),
+        floor.changed,
+        json!({
+            "seconds": floor.seconds,
+            "changed": floor.changed,
+            "engine_seconds": engine_seconds,
+            "engine_over_floor": ratio,
+        }),
+    );
 }
 
 /// Everyone, as a saved query.

@@ -1,0 +1,304 @@
+//! The plain-SQL floor of a bulk action: the same effect on today's schema, written as a
+//! person would write it by hand (batches of the engine's size by id, the same history row
+//! per changed person, one commit per batch, the same durability), timed on a fresh copy
+//! of the database the engine then works on, so the ratio says what the engine itself
+//! costs beyond the schema's own price.
+
+use std::time::Instant;
+
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DbBackend, FromQueryResult, Statement, TransactionTrait,
+    TryGetable, Value,
+};
+use uuid::Uuid;
+
+type Error = Box<dyn std::error::Error>;
+
+/// History rows per INSERT, eight values each: SQLite parsed a statement of a thousand
+/// rows (8,000 numbered parameters) six times slower per row than ten of a hundred.
+const HISTORY_ROWS_PER_INSERT: usize = 100;
+
+/// A copy of the database at `url`, as it is now, for a floor to change.
+pub struct DatabaseCopy {
+    pub url: String,
+    /// PostgreSQL: the server's maintenance database and the copy's name, to drop it.
+    postgres: Option<(String, String)>,
+}
+
+impl DatabaseCopy {
+    /// Copies the database `db` (at `url`) page for page, as the engine will find it, and
+    /// closes `db` (reconnect after): SQLite's file once its WAL is checkpointed into it
+    /// (a `VACUUM INTO` would rebuild it compact, and sort every index in memory),
+    /// PostgreSQL with `CREATE DATABASE … TEMPLATE`, which needs the original's sessions
+    /// closed.
+    pub async fn of(url: &str, db: DatabaseConnection) -> Result<Self, Error> {
+        match db.get_database_backend() {
+            DbBackend::Postgres => {
+                db.close().await?;
+                let (server, name) = url.rsplit_once('/').ok_or("no database name in the URL")?;
+                let name = name.split('?').next().unwrap_or(name);
+                let copy = format!("{name}_floor");
+                let maintenance = format!("{server}/postgres");
+                let admin = sea_orm::Database::connect(&maintenance).await?;
+                admin
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS {copy}"))
+                    .await?;
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE {copy} TEMPLATE {name}"))
+                    .await?;
+                admin.close().await?;
+                Ok(DatabaseCopy {
+                    url: format!("{server}/{copy}"),
+                    postgres: Some((maintenance, copy)),
+                })
+            }
+            _ => {
+                let path = sqlite_path(url).ok_or("not a sqlite:// URL")?;
+                let copy = format!("{path}.floor");
+                db.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .await?;
+                db.close().await?;
+                std::fs::copy(path, &copy)?;
+                Ok(DatabaseCopy {
+                    url: format!("sqlite://{copy}?mode=rwc"),
+                    postgres: None,
+                })
+            }
+        }
+    }
+
+    /// Deletes the copy.
+    pub async fn drop(self) -> Result<(), Error> {
+        match self.postgres {
+            Some((maintenance, copy)) => {
+                let admin = sea_orm::Database::connect(&maintenance).await?;
+                admin
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS {copy} WITH (FORCE)"))
+                    .await?;
+                admin.close().await?;
+            }
+            None => {
+                let path = sqlite_path(&self.url).unwrap_or_default();
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{path}{suffix}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The file of a `sqlite://PATH?…` URL.
+fn sqlite_path(url: &str) -> Option<&str> {
+    url.strip_prefix("sqlite://")?.split('?').next()
+}
+
+/// One connection to the database at `url`, with the settings a node's writer has (on
+/// SQLite, its larger page cache): the floor writes as the engine's batches do.
+pub async fn connect(url: &str) -> Result<DatabaseConnection, Error> {
+    let db = queue::database::connect(url, 1).await?;
+    if db.get_database_backend() == DbBackend::Sqlite {
+        db.execute_unprepared("PRAGMA cache_size = -16384").await?;
+    }
+    Ok(db)
+}
+
+/// What a floor did and how long it took.
+pub struct Floor {
+    pub seconds: f64,
+    /// People changed, or rows written for an export.
+    pub changed: u64,
+}
+
+/// A change of one column of `person` for everyone, with a history row per person moved:
+/// what the status change and the coach reassignment do.
+pub struct ColumnChange<T> {
+    /// The `person` column changed.
+    pub column: &'static str,
+    /// Its new value.
+    pub to: T,
+    /// The history table and its columns, in the order its rows are written: id, person,
+    /// from, to, then `history_extra`'s, then who, when and the task.
+    pub history_table: &'static str,
+    pub history_columns: &'static [&'static str],
+    pub history_extra: Vec<Value>,
+}
+
+/// One person's id and the changed column's value.
+struct Current<T> {
+    id: Uuid,
+    value: T,
+}
+
+/// `change` applied to everyone, as `actor`: per batch of `batch` people by id, one
+/// transaction that reads and locks them, inserts a history row for each who moves, and
+/// updates those people.
+pub async fn column_change<T>(
+    db: &DatabaseConnection,
+    change: &ColumnChange<T>,
+    actor: Uuid,
+    batch: u64,
+) -> Result<Floor, Error>
+where
+    T: TryGetable + Into<Value> + Clone + PartialEq,
+{
+    let backend = db.get_database_backend();
+    let mark = |n: usize| match backend {
+        DbBackend::Postgres => format!("${n}"),
+        _ => format!("?{n}"),
+    };
+    let column = change.column;
+    let read = match backend {
+        DbBackend::Postgres => {
+            format!("SELECT id, {column} FROM person WHERE id > $1 ORDER BY id LIMIT $2 FOR UPDATE")
+        }
+        _ => format!("SELECT id, {column} FROM person WHERE id > ?1 ORDER BY id LIMIT ?2"),
+    };
+    let update = format!(
+        "UPDATE person SET {column} = {}, updated_by = {}, updated_at = {} WHERE {}",
+        mark(1),
+        mark(2),
+        mark(3),
+        match backend {
+            DbBackend::Postgres => "id = ANY($4)",
+            _ => "id IN (SELECT unhex(value) FROM json_each(?4))",
+        }
+    );
+    let per_row = change.history_columns.len();
+    let task_id = Uuid::now_v7();
+    let started = Instant::now();
+    let mut changed = 0;
+    let mut after = Uuid::nil();
+    loop {
+        let txn = db.begin().await?;
+        let people: Vec<Current<T>> = txn
+            .query_all_raw(Statement::from_sql_and_values(
+                backend,
+                &read,
+                [after.into(), (batch as i64).into()],
+            ))
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(Current {
+                    id: row.try_get_by_index(0)?,
+                    value: row.try_get_by_index(1)?,
+                })
+            })
+            .collect::<Result<_, sea_orm::DbErr>>()?;
+        let Some(last) = people.last() else { break };
+        after = last.id;
+        let moving: Vec<&Current<T>> = people.iter().filter(|p| p.value != change.to).collect();
+        let now = chrono::Utc::now();
+        for chunk in moving.chunks(HISTORY_ROWS_PER_INSERT) {
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * per_row);
+            let rows: Vec<String> = chunk
+                .iter()
+                .enumerate()
+                .map(|(row, person)| {
+                    values.extend([
+                        Uuid::now_v7().into(),
+                        person.id.into(),
+                        person.value.clone().into(),
+                        change.to.clone().into(),
+                    ]);
+                    values.extend(change.history_extra.iter().cloned());
+                    values.extend([actor.into(), now.into(), task_id.into()]);
+                    let marks: Vec<String> =
+                        (1..=per_row).map(|n| mark(row * per_row + n)).collect();
+                    format!("({})", marks.join(", "))
+                })
+                .collect();
+            let insert = format!(
+                "INSERT INTO {} ({}) VALUES {}",
+                change.history_table,
+                change.history_columns.join(", "),
+                rows.join(", ")
+            );
+            txn.execute_raw(Statement::from_sql_and_values(backend, insert, values))
+                .await?;
+        }
+        if !moving.is_empty() {
+            let ids: Vec<Uuid> = moving.iter().map(|p| p.id).collect();
+            let ids: Value = match backend {
+                DbBackend::Postgres => ids.into(),
+                _ => serde_json::to_string(
+                    &ids.iter()
+                        .map(|id| id.simple().to_string())
+                        .collect::<Vec<_>>(),
+                )?
+                .into(),
+            };
+            txn.execute_raw(Statement::from_sql_and_values(
+                backend,
+                &update,
+                [change.to.clone().into(), actor.into(), now.into(), ids],
+            ))
+            .await?;
+        }
+        txn.commit().await?;
+        changed += moving.len() as u64;
+    }
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        changed,
+    })
+}
+
+/// One exported row: the export's eight columns.
+#[derive(FromQueryResult)]
+struct ExportRow {
+    id: Uuid,
+    school_id: String,
+    first_name: String,
+    last_name: String,
+    email: Option<String>,
+    program_status: String,
+    coach_id: Option<Uuid>,
+    updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Everyone's eight export columns, one `SELECT` in id order streamed into a CSV file at
+/// `path` (synced at the end, as the export syncs its file).
+pub async fn export(db: &DatabaseConnection, path: &std::path::Path) -> Result<Floor, Error> {
+    use futures_util::TryStreamExt;
+
+    let started = Instant::now();
+    let mut file = csv::Writer::from_writer(std::io::BufWriter::new(std::fs::File::create(path)?));
+    file.write_record([
+        "id",
+        "school_id",
+        "first_name",
+        "last_name",
+        "email",
+        "program_status",
+        "coach_id",
+        "updated_at",
+    ])?;
+    let select = Statement::from_string(
+        db.get_database_backend(),
+        "SELECT id, school_id, first_name, last_name, email, program_status, coach_id, \
+         updated_at FROM person ORDER BY id",
+    );
+    let mut rows = ExportRow::find_by_statement(select).stream(db).await?;
+    let mut written = 0;
+    while let Some(row) = rows.try_next().await? {
+        file.write_record([
+            row.id.to_string(),
+            row.school_id,
+            row.first_name,
+            row.last_name,
+            row.email.unwrap_or_default(),
+            row.program_status,
+            row.coach_id.map(|id| id.to_string()).unwrap_or_default(),
+            row.updated_at.to_rfc3339(),
+        ])?;
+        written += 1;
+    }
+    let file = file.into_inner().map_err(|e| e.to_string())?;
+    file.into_inner().map_err(|e| e.to_string())?.sync_all()?;
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        changed: written,
+    })
+}
