@@ -84,6 +84,12 @@ export async function pageAs(browser: Browser, user: User, options: BrowserConte
   const context = await browser.newContext({ ...options, storageState: saved });
   openedContexts.push(context);
   context.on('weberror', (error) => pageErrors.push(error.error().message.slice(0, 2000)));
+  // A wasm panic reaches `weberror` as "unreachable"; its message is a console error.
+  context.on('console', (message) => {
+    if (message.type() === 'error' && message.text().startsWith('panicked at')) {
+      pageErrors.push(message.text().slice(0, 2000));
+    }
+  });
   const page = await context.newPage();
   if (saved) {
     await page.goto('/');

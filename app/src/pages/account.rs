@@ -2,7 +2,7 @@
 //! while a reset asks them to), and their personal API tokens for programs: make one (shown
 //! once), see when each was last used, revoke it.
 
-use bulkq_types::accounts::{Role, TaskEmails, TokenInfo};
+use bulkq_types::accounts::{Account, Role, TaskEmails, TokenInfo};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -13,6 +13,7 @@ use crate::api::accounts::{
 use crate::api::auth::get_current_user;
 use crate::components::feedback::{ErrorMessage, HeaderRow};
 use crate::components::top_bar::TopBar;
+use crate::error::AppError;
 use crate::format;
 
 /// How long a new token may live, as the form offers it: (days, label); 0 is never.
@@ -28,6 +29,12 @@ const TOKEN_LIFETIMES: [(u32, &str); 4] = [
 pub fn AccountPage() -> impl IntoView {
     let change = ServerAction::<ChangeOwnPassword>::new();
     let user = Resource::new(move || change.version().get(), |_| get_current_user());
+    // Every resource of the page is made here, outside the suspense that shows the forms: a
+    // resource made inside a suspended view may be numbered in another order by the server
+    // than by the hydrating browser, which then reads another resource's data, renders
+    // something else and panics on the mismatch.
+    let email = EmailState::new();
+    let tokens = TokenState::new();
     view! {
         <Title text="Your account · bulkq" />
         <TopBar />
@@ -38,7 +45,7 @@ pub fn AccountPage() -> impl IntoView {
                     let must_change = user.await.ok().flatten().is_some_and(|u| u.must_change_password);
                     view! {
                         <PasswordForm change must_change />
-                        {(!must_change).then(|| view! { <EmailForm /> <Tokens /> })}
+                        {(!must_change).then(|| view! { <EmailForm state=email /> <Tokens state=tokens /> })}
                     }
                 })}
             </Transition>
@@ -80,23 +87,49 @@ fn PasswordForm(change: ServerAction<ChangeOwnPassword>, must_change: bool) -> i
     }
 }
 
+/// The Email section's actions and the account it shows.
+#[derive(Clone, Copy)]
+struct EmailState {
+    save: ServerAction<SetOwnEmail>,
+    choose: ServerAction<SetOwnTaskEmails>,
+    alerts: ServerAction<SetOwnFailureAlerts>,
+    account: Resource<Result<Account, AppError>>,
+}
+
+impl EmailState {
+    fn new() -> Self {
+        let save = ServerAction::<SetOwnEmail>::new();
+        let choose = ServerAction::<SetOwnTaskEmails>::new();
+        let alerts = ServerAction::<SetOwnFailureAlerts>::new();
+        let account = Resource::new(
+            move || {
+                (
+                    save.version().get(),
+                    choose.version().get(),
+                    alerts.version().get(),
+                )
+            },
+            |_| own_account(),
+        );
+        EmailState {
+            save,
+            choose,
+            alerts,
+            account,
+        }
+    }
+}
+
 /// Where the user is told things (their people's news, their tasks' ends), and which of
 /// their tasks' ends they hear of.
 #[component]
-fn EmailForm() -> impl IntoView {
-    let save = ServerAction::<SetOwnEmail>::new();
-    let choose = ServerAction::<SetOwnTaskEmails>::new();
-    let alerts = ServerAction::<SetOwnFailureAlerts>::new();
-    let account = Resource::new(
-        move || {
-            (
-                save.version().get(),
-                choose.version().get(),
-                alerts.version().get(),
-            )
-        },
-        |_| own_account(),
-    );
+fn EmailForm(state: EmailState) -> impl IntoView {
+    let EmailState {
+        save,
+        choose,
+        alerts,
+        account,
+    } = state;
     let outcome = move || {
         [
             save.value().get().map(|r| r.map(drop)),
@@ -164,14 +197,37 @@ fn EmailForm() -> impl IntoView {
     }
 }
 
+/// The token section's actions and the tokens it lists.
+#[derive(Clone, Copy)]
+struct TokenState {
+    create: ServerAction<CreateOwnToken>,
+    revoke: ServerAction<RevokeOwnToken>,
+    tokens: Resource<Result<Vec<TokenInfo>, AppError>>,
+}
+
+impl TokenState {
+    fn new() -> Self {
+        let create = ServerAction::<CreateOwnToken>::new();
+        let revoke = ServerAction::<RevokeOwnToken>::new();
+        let tokens = Resource::new(
+            move || (create.version().get(), revoke.version().get()),
+            |_| list_own_tokens(),
+        );
+        TokenState {
+            create,
+            revoke,
+            tokens,
+        }
+    }
+}
+
 #[component]
-fn Tokens() -> impl IntoView {
-    let create = ServerAction::<CreateOwnToken>::new();
-    let revoke = ServerAction::<RevokeOwnToken>::new();
-    let tokens = Resource::new(
-        move || (create.version().get(), revoke.version().get()),
-        |_| list_own_tokens(),
-    );
+fn Tokens(state: TokenState) -> impl IntoView {
+    let TokenState {
+        create,
+        revoke,
+        tokens,
+    } = state;
     let created = move || {
         create.value().get().map(|result| match result {
             Ok(new) => view! {
