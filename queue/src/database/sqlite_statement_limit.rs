@@ -80,6 +80,8 @@ struct RunClock {
     limit: Duration,
     runs: Vec<Run>,
     since: Instant,
+    /// When the handler last looked.
+    last_look: Option<Instant>,
 }
 
 impl RunClock {
@@ -88,14 +90,22 @@ impl RunClock {
             limit,
             runs: Vec::new(),
             since: Instant::now(),
+            last_look: None,
         }
     }
 
     /// Whether the runs in progress `now` may go on: no while the same runs have been in
     /// progress for longer than the limit. Other runs than at the last look start the
-    /// clock again.
+    /// clock again, and so does a look more than the limit after the last one: a statement
+    /// that runs is looked at every few thousand steps, and a statement SQLite prepares
+    /// where a finalized one was, in its first run, looks like that one's run seen long
+    /// before (which stopped a new short statement at once as if it had run for minutes).
     fn within_limit(&mut self, running: impl Iterator<Item = Run>, now: Instant) -> bool {
-        let mut same = true;
+        let resumed = self
+            .last_look
+            .is_some_and(|last| now.duration_since(last) > self.limit);
+        self.last_look = Some(now);
+        let mut same = !resumed;
         let mut count = 0;
         for run in running {
             if self.runs.get(count) != Some(&run) {
@@ -139,6 +149,17 @@ mod tests {
         assert!(clock.within_limit([(1, 2)].into_iter(), start + LIMIT * 2));
         assert!(clock.within_limit([(1, 2)].into_iter(), start + LIMIT * 3));
         assert!(!clock.within_limit([(1, 2)].into_iter(), start + LIMIT * 4));
+    }
+
+    #[test]
+    fn a_run_seen_again_after_a_silence_longer_than_the_limit_is_a_new_one() {
+        let start = Instant::now();
+        let mut clock = RunClock::new(LIMIT);
+        assert!(clock.within_limit([(1, 1)].into_iter(), start));
+        // No look for longer than the limit: what runs now began since.
+        assert!(clock.within_limit([(1, 1)].into_iter(), start + LIMIT * 5));
+        assert!(clock.within_limit([(1, 1)].into_iter(), start + LIMIT * 6));
+        assert!(!clock.within_limit([(1, 1)].into_iter(), start + LIMIT * 7));
     }
 
     #[test]
