@@ -6,8 +6,8 @@
 #      then the task explorer's views over a million retained tasks (explorer_bench).
 #   2. The caseload at scale (caseload/examples/scale): seed, search (200 mixed queries),
 #      export of everyone, email to everyone GRADUATED (~100,000), status change of
-#      everyone, everyone moved to a new coach (export, status change and the move each
-#      then its plain-SQL floor, engine ÷ floor printed), then an import of a generated
+#      everyone, an early alert for everyone, everyone moved to a new coach (all but email
+#      then their plain-SQL floor, engine ÷ floor printed), then an import of a generated
 #      file of as many new people and the same file again; each step in its own process,
 #      so each peak RSS is that step's own.
 #   3. People under load (server/examples/people_under_load): eight staff using the

@@ -7,16 +7,16 @@
 use std::time::Instant;
 
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, DbBackend, FromQueryResult, Statement, TransactionTrait,
-    TryGetable, Value,
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, FromQueryResult,
+    Statement, TransactionTrait, TryGetable, Value,
 };
 use uuid::Uuid;
 
 type Error = Box<dyn std::error::Error>;
 
-/// History rows per INSERT, eight values each: SQLite parsed a statement of a thousand
-/// rows (8,000 numbered parameters) six times slower per row than ten of a hundred.
-const HISTORY_ROWS_PER_INSERT: usize = 100;
+/// Rows per INSERT: SQLite parsed a statement of a thousand history rows (8,000 numbered
+/// parameters) six times slower per row than ten of a hundred.
+const ROWS_PER_INSERT: usize = 100;
 
 /// A copy of the database at `url`, as it is now, for a floor to change.
 pub struct DatabaseCopy {
@@ -124,10 +124,86 @@ pub struct ColumnChange<T> {
     pub history_extra: Vec<Value>,
 }
 
-/// One person's id and the changed column's value.
+/// One person's id and the value of one of their columns.
 struct Current<T> {
     id: Uuid,
     value: T,
+}
+
+/// `$n` or `?n`: the statement's parameter number `n`.
+fn mark(backend: DbBackend, n: usize) -> String {
+    match backend {
+        DbBackend::Postgres => format!("${n}"),
+        _ => format!("?{n}"),
+    }
+}
+
+/// Up to `batch` people after `after` by id, each with their `column`; on PostgreSQL
+/// locked for update when `lock` (SQLite's one writer needs no lock).
+async fn read_batch<T: TryGetable>(
+    txn: &DatabaseTransaction,
+    column: &str,
+    lock: bool,
+    after: Uuid,
+    batch: u64,
+) -> Result<Vec<Current<T>>, Error> {
+    let backend = txn.get_database_backend();
+    let lock = if lock && backend == DbBackend::Postgres {
+        " FOR UPDATE"
+    } else {
+        ""
+    };
+    let read = format!(
+        "SELECT id, {column} FROM person WHERE id > {} ORDER BY id LIMIT {}{lock}",
+        mark(backend, 1),
+        mark(backend, 2)
+    );
+    Ok(txn
+        .query_all_raw(Statement::from_sql_and_values(
+            backend,
+            read,
+            [after.into(), (batch as i64).into()],
+        ))
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(Current {
+                id: row.try_get_by_index(0)?,
+                value: row.try_get_by_index(1)?,
+            })
+        })
+        .collect::<Result<_, sea_orm::DbErr>>()?)
+}
+
+/// Inserts `rows` (each the values of `columns`) into `table`, [`ROWS_PER_INSERT`] a
+/// statement.
+async fn insert_rows(
+    txn: &DatabaseTransaction,
+    table: &str,
+    columns: &[&str],
+    rows: Vec<Vec<Value>>,
+) -> Result<(), Error> {
+    let backend = txn.get_database_backend();
+    let per_row = columns.len();
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let marks: Vec<String> = (0..chunk.len())
+            .map(|row| {
+                let marks: Vec<String> = (1..=per_row)
+                    .map(|n| mark(backend, row * per_row + n))
+                    .collect();
+                format!("({})", marks.join(", "))
+            })
+            .collect();
+        let insert = format!(
+            "INSERT INTO {table} ({}) VALUES {}",
+            columns.join(", "),
+            marks.join(", ")
+        );
+        let values: Vec<Value> = chunk.iter().flatten().cloned().collect();
+        txn.execute_raw(Statement::from_sql_and_values(backend, insert, values))
+            .await?;
+    }
+    Ok(())
 }
 
 /// `change` applied to everyone, as `actor`: per batch of `batch` people by id, one
@@ -143,81 +219,43 @@ where
     T: TryGetable + Into<Value> + Clone + PartialEq,
 {
     let backend = db.get_database_backend();
-    let mark = |n: usize| match backend {
-        DbBackend::Postgres => format!("${n}"),
-        _ => format!("?{n}"),
-    };
-    let column = change.column;
-    let read = match backend {
-        DbBackend::Postgres => {
-            format!("SELECT id, {column} FROM person WHERE id > $1 ORDER BY id LIMIT $2 FOR UPDATE")
-        }
-        _ => format!("SELECT id, {column} FROM person WHERE id > ?1 ORDER BY id LIMIT ?2"),
-    };
     let update = format!(
-        "UPDATE person SET {column} = {}, updated_by = {}, updated_at = {} WHERE {}",
-        mark(1),
-        mark(2),
-        mark(3),
+        "UPDATE person SET {} = {}, updated_by = {}, updated_at = {} WHERE {}",
+        change.column,
+        mark(backend, 1),
+        mark(backend, 2),
+        mark(backend, 3),
         match backend {
             DbBackend::Postgres => "id = ANY($4)",
             _ => "id IN (SELECT unhex(value) FROM json_each(?4))",
         }
     );
-    let per_row = change.history_columns.len();
     let task_id = Uuid::now_v7();
     let started = Instant::now();
     let mut changed = 0;
     let mut after = Uuid::nil();
     loop {
         let txn = db.begin().await?;
-        let people: Vec<Current<T>> = txn
-            .query_all_raw(Statement::from_sql_and_values(
-                backend,
-                &read,
-                [after.into(), (batch as i64).into()],
-            ))
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(Current {
-                    id: row.try_get_by_index(0)?,
-                    value: row.try_get_by_index(1)?,
-                })
-            })
-            .collect::<Result<_, sea_orm::DbErr>>()?;
+        let people: Vec<Current<T>> = read_batch(&txn, change.column, true, after, batch).await?;
         let Some(last) = people.last() else { break };
         after = last.id;
         let moving: Vec<&Current<T>> = people.iter().filter(|p| p.value != change.to).collect();
         let now = chrono::Utc::now();
-        for chunk in moving.chunks(HISTORY_ROWS_PER_INSERT) {
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * per_row);
-            let rows: Vec<String> = chunk
-                .iter()
-                .enumerate()
-                .map(|(row, person)| {
-                    values.extend([
-                        Uuid::now_v7().into(),
-                        person.id.into(),
-                        person.value.clone().into(),
-                        change.to.clone().into(),
-                    ]);
-                    values.extend(change.history_extra.iter().cloned());
-                    values.extend([actor.into(), now.into(), task_id.into()]);
-                    let marks: Vec<String> =
-                        (1..=per_row).map(|n| mark(row * per_row + n)).collect();
-                    format!("({})", marks.join(", "))
-                })
-                .collect();
-            let insert = format!(
-                "INSERT INTO {} ({}) VALUES {}",
-                change.history_table,
-                change.history_columns.join(", "),
-                rows.join(", ")
-            );
-            txn.execute_raw(Statement::from_sql_and_values(backend, insert, values))
-                .await?;
-        }
+        let history = moving
+            .iter()
+            .map(|person| {
+                let mut row: Vec<Value> = vec![
+                    Uuid::now_v7().into(),
+                    person.id.into(),
+                    person.value.clone().into(),
+                    change.to.clone().into(),
+                ];
+                row.extend(change.history_extra.iter().cloned());
+                row.extend([actor.into(), now.into(), task_id.into()]);
+                row
+            })
+            .collect();
+        insert_rows(&txn, change.history_table, change.history_columns, history).await?;
         if !moving.is_empty() {
             let ids: Vec<Uuid> = moving.iter().map(|p| p.id).collect();
             let ids: Value = match backend {
@@ -242,6 +280,71 @@ where
     Ok(Floor {
         seconds: started.elapsed().as_secs_f64(),
         changed,
+    })
+}
+
+/// An early alert for everyone, as `actor`: per batch of `batch` people by id, one
+/// transaction that reads them with their coach and inserts an `early_alert` row each (the
+/// engine then tells each coach once, twenty rows at a million people: left out).
+pub async fn early_alert(
+    db: &DatabaseConnection,
+    course: &str,
+    reasons: &str,
+    actor: Uuid,
+    batch: u64,
+) -> Result<Floor, Error> {
+    let task_id = Uuid::now_v7();
+    let started = Instant::now();
+    let mut raised = 0;
+    let mut after = Uuid::nil();
+    loop {
+        let txn = db.begin().await?;
+        let people: Vec<Current<Option<Uuid>>> =
+            read_batch(&txn, "coach_id", false, after, batch).await?;
+        let Some(last) = people.last() else { break };
+        after = last.id;
+        let now = chrono::Utc::now();
+        let rows = people
+            .iter()
+            .map(|person| {
+                vec![
+                    Uuid::now_v7().into(),
+                    person.id.into(),
+                    task_id.into(),
+                    person.value.into(),
+                    course.into(),
+                    reasons.into(),
+                    "".into(),
+                    "".into(),
+                    actor.into(),
+                    now.into(),
+                ]
+            })
+            .collect();
+        insert_rows(
+            &txn,
+            "early_alert",
+            &[
+                "id",
+                "person_id",
+                "task_id",
+                "coach_id",
+                "course",
+                "reasons",
+                "suggestion",
+                "comment",
+                "raised_by",
+                "raised_at",
+            ],
+            rows,
+        )
+        .await?;
+        txn.commit().await?;
+        raised += people.len() as u64;
+    }
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        changed: raised,
     })
 }
 

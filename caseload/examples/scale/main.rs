@@ -9,7 +9,7 @@
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
 //! afterwards). `alert` raises an early alert for everyone and tells their coaches.
-//! `export`, `status` and `reassign` also time their plain-SQL floor after the engine
+//! `export`, `status`, `alert` and `reassign` also time their plain-SQL floor after the engine
 //! (`floor.rs`; a change's on a copy of the database made before the engine started) and
 //! print the engine's time over it. `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
 //! file again (which changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
@@ -144,18 +144,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     }
     if wants("alert") {
-        run_action(&db, "early alert", everyone(), |target| {
+        let (course, reason) = ("Scale measurement", "LOW_GRADES");
+        let copy;
+        (copy, db) = copy_for_floor(url, db).await?;
+        let engine = run_action(&db, "early alert", everyone(), |target| {
             ActionRequest::EarlyAlert(EarlyAlertRequest {
                 target,
                 alert: AlertContent {
-                    course: "Scale measurement".into(),
-                    reasons: vec!["LOW_GRADES".into()],
+                    course: course.into(),
+                    reasons: vec![reason.into()],
                     ..AlertContent::default()
                 },
                 ..EarlyAlertRequest::default()
             })
         })
         .await?;
+        let (copy_db, actor) = open_copy(&copy).await?;
+        let floor = floor::early_alert(&copy_db, course, reason, actor, batch_size()?).await?;
+        close_copy(copy, copy_db).await?;
+        print_floor(&db, "early alert", &floor, engine);
     }
     if wants("reassign") {
         let coach = new_user(&db, "Scale coach", Role::Staff).await?;
@@ -612,12 +619,28 @@ async fn column_change_floor<T>(
 where
     T: sea_orm::TryGetable + Into<sea_orm::Value> + Clone + PartialEq,
 {
+    let (copy_db, actor) = open_copy(&copy).await?;
+    let floor = floor::column_change(&copy_db, change, actor, batch_size()?).await?;
+    close_copy(copy, copy_db).await?;
+    Ok(floor)
+}
+
+/// `copy` opened for its floor, and the admin the floor acts as.
+async fn open_copy(
+    copy: &floor::DatabaseCopy,
+) -> Result<(DatabaseConnection, Uuid), Box<dyn std::error::Error>> {
     let copy_db = floor::connect(&copy.url).await?;
     let actor = admin(&copy_db).await?.id;
-    let floor = floor::column_change(&copy_db, change, actor, batch_size()?).await?;
+    Ok((copy_db, actor))
+}
+
+/// Closes `copy_db` and deletes `copy`.
+async fn close_copy(
+    copy: floor::DatabaseCopy,
+    copy_db: DatabaseConnection,
+) -> Result<(), Box<dyn std::error::Error>> {
     copy_db.close().await?;
-    copy.drop().await?;
-    Ok(floor)
+    copy.drop().await
 }
 
 /// Prints an action's plain-SQL floor beside the engine's time, and the ratio of the two.
