@@ -38,7 +38,7 @@ impl Ticks {
     /// Ticks a page keeps across refetches of its list (a busy queue refetches it every
     /// second), cleared when `list` names another list (other filters, another page) and
     /// after each act, so a finished act leaves nothing ticked to press again by mistake.
-    pub fn kept_by_page<T: 'static>(list: impl Fn() -> T + 'static, acting: Acting) -> Self {
+    pub fn kept_by_page(list: impl Fn() + 'static, acting: Acting) -> Self {
         let ticks = Ticks::default();
         Effect::new(move |_| {
             list();

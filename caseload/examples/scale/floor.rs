@@ -1,8 +1,8 @@
 //! The plain-SQL floor of a bulk action: the same effect on today's schema, written as a
 //! person would write it by hand (batches of the engine's size by id, the same history row
-//! per changed person, one commit per batch, the same durability), timed on a fresh copy
-//! of the database the engine then works on, so the ratio says what the engine itself
-//! costs beyond the schema's own price.
+//! per changed person, one commit per batch, the same durability), timed after the engine
+//! on a copy of the database made just before the engine started, so the ratio says what
+//! the engine itself costs beyond the schema's own price.
 
 use std::time::Instant;
 
@@ -106,7 +106,7 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, Error> {
 /// What a floor did and how long it took.
 pub struct Floor {
     pub seconds: f64,
-    /// People changed, or rows written for an export.
+    /// People changed or alerted, or rows exported.
     pub changed: u64,
 }
 

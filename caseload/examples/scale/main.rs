@@ -9,10 +9,11 @@
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one `.eml` each in a scratch outbox (deleted
 //! afterwards). `alert` raises an early alert for everyone and tells their coaches.
-//! `export`, `status`, `alert` and `reassign` also time their plain-SQL floor after the engine
-//! (`floor.rs`; a change's on a copy of the database made before the engine started) and
-//! print the engine's time over it. `reassign` moves everyone to a new coach. `import` brings in a generated CSV file of as many new people, then the same
-//! file again (which changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
+//! `reassign` moves everyone to a new coach. `export`, `status`, `alert` and `reassign` also
+//! time their plain-SQL floor after the engine (`floor.rs`; a write's on a copy of the
+//! database made before the engine started) and print the engine's time over it. `import`
+//! brings in a generated CSV file of as many new people, then the same file again (which
+//! changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
 //! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
 //! actions with N people per batch instead of the product's default.
 
