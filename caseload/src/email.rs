@@ -22,6 +22,7 @@
 
 pub mod log_retention;
 mod mailer;
+mod relay_pool;
 pub mod send_rate;
 
 use std::collections::HashMap;

@@ -145,7 +145,7 @@ impl<E: Serialize + DeserializeOwned + Default + Clone + Send> Walk<E> {
     }
 
     /// Goes back to the last committed checkpoint, forgetting batches begun since.
-    fn rewind(&mut self, ctx: &TaskContext) -> Result<(), TaskError> {
+    pub fn rewind(&mut self, ctx: &TaskContext) -> Result<(), TaskError> {
         self.progress = last_checkpoint(ctx)?;
         self.new_total = None;
         self.open_batch = None;

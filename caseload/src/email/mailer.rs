@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lettre::message::{Mailbox, header::ContentType};
-use lettre::transport::smtp::authentication::{Credentials, Mechanism};
-use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
-use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Certificate, TlsParameters};
+use lettre::{AsyncFileTransport, AsyncTransport, Message, Tokio1Executor};
 
+use super::relay_pool::{RelayError, RelayPool, RelayTls};
 use super::send_rate::SendRate;
 use super::{Delivery, EmailContent, Recipient};
 use crate::CaseloadError;
@@ -99,7 +100,7 @@ pub struct Mailer {
 
 #[derive(Clone)]
 enum Transport {
-    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    Smtp(Arc<RelayPool>),
     Outbox(AsyncFileTransport<Tokio1Executor>),
 }
 
@@ -110,7 +111,7 @@ impl Mailer {
             .parse()
             .map_err(|_| CaseloadError::Invalid(format!("{from:?} is not an email address")))?;
         let transport = match transport {
-            MailTransport::Smtp(relay) => Transport::Smtp(smtp_transport(relay)?),
+            MailTransport::Smtp(relay) => Transport::Smtp(Arc::new(relay_pool(relay)?)),
             MailTransport::Outbox(dir) => {
                 std::fs::create_dir_all(dir)?;
                 Transport::Outbox(AsyncFileTransport::new(dir))
@@ -148,9 +149,16 @@ impl Mailer {
                 {
                     return Delivery::Transient(format!("the relay's send rate: {error}"));
                 }
-                match smtp.send(message).await {
+                match smtp.send(message.envelope(), &message.formatted()).await {
                     Ok(_) => Delivery::Sent,
-                    Err(error) => classify(&error),
+                    Err(RelayError::Smtp(error)) => classify(&error),
+                    Err(RelayError::Connect(error)) => {
+                        Delivery::Transient(format!("no connection to the relay: {error}"))
+                    }
+                    Err(RelayError::TimedOut(timeout)) => Delivery::Transient(format!(
+                        "the relay did not answer within {} s",
+                        timeout.as_secs_f64()
+                    )),
                 }
             }
             Transport::Outbox(outbox) => match outbox.send(message).await {
@@ -183,42 +191,39 @@ impl Mailer {
     }
 }
 
-/// lettre's pooled transport for `relay`, verifying its certificate against the system's
-/// authorities and `extra_ca_pem`.
-fn smtp_transport(relay: &SmtpRelay) -> Result<AsyncSmtpTransport<Tokio1Executor>, CaseloadError> {
+/// The connections to `relay`, verifying its certificate against the system's authorities
+/// and `extra_ca_pem`.
+fn relay_pool(relay: &SmtpRelay) -> Result<RelayPool, CaseloadError> {
     let invalid = |what: &str, error: &dyn fmt::Display| {
         CaseloadError::Invalid(format!("SMTP relay {}: {what}: {error}", relay.host))
     };
-    let tls = |wrap: fn(TlsParameters) -> Tls| -> Result<Tls, CaseloadError> {
+    let tls_parameters = || -> Result<TlsParameters, CaseloadError> {
         let mut parameters = TlsParameters::builder(relay.host.clone());
         if let Some(pem) = &relay.extra_ca_pem {
             let certificate = Certificate::from_pem(pem)
                 .map_err(|e| invalid("the extra CA file is not a PEM certificate", &e))?;
             parameters = parameters.add_root_certificate(certificate);
         }
-        let parameters = parameters
+        parameters
             .build_rustls()
-            .map_err(|e| invalid("TLS settings", &e))?;
-        Ok(wrap(parameters))
+            .map_err(|e| invalid("TLS settings", &e))
     };
     let tls = match relay.security {
-        SmtpSecurity::Plain => Tls::None,
-        SmtpSecurity::StartTls => tls(Tls::Required)?,
-        SmtpSecurity::ImplicitTls => tls(Tls::Wrapper)?,
+        SmtpSecurity::Plain => RelayTls::None,
+        SmtpSecurity::StartTls => RelayTls::StartTls(tls_parameters()?),
+        SmtpSecurity::ImplicitTls => RelayTls::Implicit(tls_parameters()?),
     };
-    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(relay.host.as_str())
-        .port(relay.port)
-        .tls(tls)
-        .timeout(Some(relay.timeout));
-    if let Some(account) = &relay.credentials {
-        builder = builder
-            .credentials(Credentials::new(
-                account.user.clone(),
-                account.password.clone(),
-            ))
-            .authentication(vec![Mechanism::Plain, Mechanism::Login]);
-    }
-    Ok(builder.build())
+    let credentials = relay
+        .credentials
+        .as_ref()
+        .map(|account| Credentials::new(account.user.clone(), account.password.clone()));
+    Ok(RelayPool::new(
+        relay.host.clone(),
+        relay.port,
+        relay.timeout,
+        tls,
+        credentials,
+    ))
 }
 
 /// What a failed send means: the recipient's bounce (5xx) or deferral (4xx, timeouts, lost

@@ -1,6 +1,7 @@
 //! A minimal SMTP server on loopback for tests that speak real SMTP (feature `testing`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -19,21 +20,40 @@ pub struct Received {
 #[derive(Clone)]
 pub struct SmtpServer {
     pub port: u16,
+    /// Whether accepted messages are kept for [`SmtpServer::received`] or only counted.
+    keeps_messages: bool,
     received: Arc<Mutex<Vec<Received>>>,
+    accepted: Arc<AtomicU64>,
+    sessions: Arc<AtomicU64>,
     replies: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl SmtpServer {
+    /// A server that keeps every message it accepts.
     pub async fn start() -> Self {
+        Self::listen(true).await
+    }
+
+    /// A server that only counts the messages it accepts: a relay for benchmarks of many
+    /// thousand messages, whose memory would otherwise be the messages'.
+    pub async fn start_counting() -> Self {
+        Self::listen(false).await
+    }
+
+    async fn listen(keeps_messages: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let server = SmtpServer {
             port: listener.local_addr().unwrap().port(),
+            keeps_messages,
             received: Arc::default(),
+            accepted: Arc::default(),
+            sessions: Arc::default(),
             replies: Arc::default(),
         };
         let accepting = server.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                accepting.sessions.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(accepting.clone().session(stream));
             }
         });
@@ -55,6 +75,16 @@ impl SmtpServer {
 
     pub fn received(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
+    }
+
+    /// How many connections clients have opened.
+    pub fn sessions(&self) -> u64 {
+        self.sessions.load(Ordering::Relaxed)
+    }
+
+    /// How many messages the server has accepted.
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     async fn session(self, stream: TcpStream) {
@@ -97,10 +127,13 @@ impl SmtpServer {
                 if !complete {
                     return;
                 }
-                self.received.lock().unwrap().push(Received {
-                    recipients: std::mem::take(&mut recipients),
-                    data,
-                });
+                self.accepted.fetch_add(1, Ordering::Relaxed);
+                if self.keeps_messages {
+                    self.received.lock().unwrap().push(Received {
+                        recipients: std::mem::take(&mut recipients),
+                        data,
+                    });
+                }
                 "250 queued".to_owned()
             } else if upper.starts_with("QUIT") {
                 let _ = write.write_all(b"221 bye\r\n").await;

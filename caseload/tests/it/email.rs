@@ -2,12 +2,13 @@ use std::time::Duration;
 
 use caseload::email::log_retention::delete_forgotten_sends;
 use caseload::email::{
-    Delivery, EmailContent, MailTransport, Mailer, SmtpRelay, claim_deferred, claim_recipients,
-    deferred_count, fail_interrupted, record_outcomes,
+    Delivery, EmailContent, MailTransport, Mailer, Recipient, SmtpRelay, claim_deferred,
+    claim_recipients, deferred_count, fail_interrupted, record_outcomes,
 };
 use caseload::store::entity::{email_send_log as log, person};
 use caseload::users::Role;
 use chrono::Utc;
+use futures_util::StreamExt;
 use migration::Migrator;
 use queue::testing::TestDatabase;
 use sea_orm::sea_query::Expr;
@@ -43,6 +44,33 @@ fn smtp(server: &SmtpServer) -> Mailer {
         )),
     )
     .unwrap()
+}
+
+/// Messages go over kept connections: one after another over one, eight at a time over at
+/// most eight (a connection per message would pay a TCP and SMTP handshake each).
+#[tokio::test]
+async fn messages_reuse_the_relays_connections() {
+    let server = SmtpServer::start_counting().await;
+    let mailer = smtp(&server);
+    let recipient = |n: usize| Recipient {
+        person_id: Uuid::now_v7(),
+        name: format!("Person {n}"),
+        address: format!("person{n}@example.edu"),
+    };
+    for n in 0..10 {
+        assert_eq!(mailer.send(&recipient(n), &content()).await, Delivery::Sent);
+    }
+    assert_eq!(server.sessions(), 1);
+    let recipients: Vec<Recipient> = (10..50).map(recipient).collect();
+    let content = content();
+    let deliveries: Vec<Delivery> = futures_util::stream::iter(&recipients)
+        .map(|r| mailer.send(r, &content))
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    assert!(deliveries.iter().all(|d| *d == Delivery::Sent));
+    assert_eq!(server.accepted(), 50);
+    assert!(server.sessions() <= 8, "{} connections", server.sessions());
 }
 
 /// Claims, sends and records one batch the way the executor does; returns the deliveries.

@@ -226,9 +226,7 @@ async fn early_alerts_survive_killed_nodes(db: TestDatabase) {
 }
 
 async fn an_email_survives_killed_nodes(db: TestDatabase) {
-    // 13 batches of 20. Each message costs about 40 ms here (lettre 0.11.23 leaves Nagle's
-    // algorithm on, so the end-of-data line waits for the relay's delayed ACK): more people
-    // would make this test slower, not stronger.
+    // 13 batches of 20: enough for kills to land while messages are on their way.
     let (people, batch_size) = (250, 20);
     let user = admin_with_people(&db, people).await;
     let with_address = db
@@ -293,9 +291,10 @@ async fn an_email_survives_killed_nodes(db: TestDatabase) {
             "only interrupted sends may fail here: {row:?}"
         );
     }
+    // One batch's messages are on their way while the next is claimed.
     assert!(
-        interrupted <= run.kills as i64 * batch_size,
-        "at most one batch is interrupted per kill"
+        interrupted <= run.kills as i64 * 2 * batch_size,
+        "at most two batches are interrupted per kill"
     );
     assert_eq!(
         sent + interrupted,

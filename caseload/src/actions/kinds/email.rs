@@ -3,12 +3,16 @@
 //!
 //! An attempt first fails the sends a dead attempt left unrecorded, then gives every
 //! recipient deferred by earlier attempts one more try, then walks the rest of the target.
+//! While one batch's messages go out, the next batch is claimed: the relay and the database
+//! work at once, and at most two batches are ever claimed and not yet recorded.
 //! If recipients are still deferred at the end, the attempt ends with a transient error, so
 //! the queue tries again after its backoff, which is the pause a relay saying "later" needs.
 
 use bulkq_types::actions::ActionKind;
 use bulkq_types::outcomes::PersonOutcome;
 use bulkq_types::requests::{EmailRequest, ScheduleRequest};
+use std::sync::{Arc, Mutex};
+
 use bulkq_types::words::quoted;
 use chrono::Utc;
 use futures_util::{StreamExt, stream};
@@ -32,14 +36,14 @@ use crate::email::{
 use crate::outcomes;
 use crate::users::StaffUser;
 
-/// Messages in flight at once (over the relay's pooled connections). One at a time, a
-/// relay round trip bounds throughput: lettre 0.11 leaves Nagle's algorithm on, so every
-/// message waits for the relay's delayed ACK (ADR 0025).
+/// Messages in flight at once, each over a connection of its own to the relay: one at a
+/// time, the relay's round trips would bound throughput.
 const SEND_CONCURRENCY: usize = 8;
 
 /// People per email batch, whatever the configured batch size: a batch is claimed before it
-/// is sent, so a crash mid-send costs at most this many recipients their message (they are
-/// marked failed rather than risk sending twice).
+/// is sent, and the next is claimed while it is sent, so a crash mid-send costs at most
+/// twice this many recipients their message (they are marked failed rather than risk
+/// sending twice).
 pub(crate) const EMAIL_BATCH_MAX: u64 = 100;
 
 pub(crate) struct Email;
@@ -119,6 +123,7 @@ impl TaskExecutor for EmailExecutor {
         walk.progress.report.failed += interrupted;
         walk.commit(ctx, txn).await?;
 
+        let content = Arc::new(spec.content);
         loop {
             let txn = ctx.begin_batch().await?;
             let retry = claim_deferred(&*txn, task_id, attempt_started, batch_size, Utc::now())
@@ -130,16 +135,27 @@ impl TaskExecutor for EmailExecutor {
             let report = &mut walk.progress.report;
             report.deferred = report.deferred.saturating_sub(retry.len() as u64);
             walk.commit(ctx, txn).await?;
-            self.send_and_record(ctx, &mut walk, &retry, &spec.content)
-                .await?;
+            let sends = self.start_sending(retry, &content, ctx);
+            let deliveries = sends.delivered().await;
+            self.record(ctx, &mut walk, &deliveries).await?;
         }
 
         let batches = EmailBatches {
             executor: self,
-            content: &spec.content,
-            task_id,
+            content: &content,
+            in_flight: Mutex::new(None),
         };
-        walk.run(ctx, &batches).await?;
+        let walked = walk.run(ctx, &batches).await;
+        // The last batch's messages, or those in flight when the walk failed, are recorded
+        // whatever happened, against the last checkpoint committed.
+        if let Some(sends) = batches.take_in_flight() {
+            if walked.is_err() {
+                walk.rewind(ctx)?;
+            }
+            let deliveries = sends.delivered().await;
+            self.record(ctx, &mut walk, &deliveries).await?;
+        }
+        walked?;
 
         let txn = ctx.begin_batch().await?;
         let deferred = deferred_count(&*txn, task_id).await.map_err(task_error)?;
@@ -154,34 +170,44 @@ impl TaskExecutor for EmailExecutor {
 }
 
 impl EmailExecutor {
-    /// Sends to each claimed recipient, outside any transaction, and records the outcomes.
-    ///
-    /// Once the task is told to stop, the recipients not yet sent to are recorded as
-    /// deferred (never sent, so safe to send later) and the outcomes are committed in a
-    /// closing batch, so that neither the sent nor the unsent ones are lost.
-    async fn send_and_record(
+    /// Starts sending to each recipient, outside any transaction and beside whatever the
+    /// task does next; a send begun after the task is told to stop is not made.
+    fn start_sending(
+        &self,
+        recipients: Vec<Recipient>,
+        content: &Arc<EmailContent>,
+        ctx: &TaskContext,
+    ) -> Sends {
+        let (mailer, content) = (self.mailer.clone(), content.clone());
+        let token = ctx.cancellation().clone();
+        Sends(tokio::spawn(async move {
+            let sends: Vec<_> = recipients
+                .iter()
+                .map(|recipient| deliver(&mailer, recipient, &content, &token))
+                .collect();
+            stream::iter(sends)
+                .buffer_unordered(SEND_CONCURRENCY)
+                .collect()
+                .await
+        }))
+    }
+
+    /// Records what became of a batch's sends, with the walk's progress, in a closing batch
+    /// (so that neither the sent nor the unsent are lost once the task is told to stop). A
+    /// relay that refused us fails the task; a stop ends it once recorded.
+    async fn record(
         &self,
         ctx: &mut TaskContext,
         walk: &mut Walk<()>,
-        recipients: &[Recipient],
-        content: &EmailContent,
+        deliveries: &[(Uuid, Delivery)],
     ) -> Result<(), TaskError> {
-        let token = ctx.cancellation().clone();
-        let sends: Vec<_> = recipients
-            .iter()
-            .map(|recipient| deliver(&self.mailer, recipient, content, &token))
-            .collect();
-        let deliveries: Vec<(Uuid, Delivery)> = stream::iter(sends)
-            .buffer_unordered(SEND_CONCURRENCY)
-            .collect()
-            .await;
         let stopped = ctx.cancellation().is_cancelled();
         let refused = deliveries
             .iter()
             .find_map(|(_, delivery)| delivery.relay_refusal())
             .map(str::to_owned);
         let txn = ctx.begin_closing_batch().await?;
-        let outcomes = record_outcomes(&*txn, ctx.task_id(), &deliveries, Utc::now())
+        let outcomes = record_outcomes(&*txn, ctx.task_id(), deliveries, Utc::now())
             .await
             .map_err(task_error)?;
         let report = &mut walk.progress.report;
@@ -199,17 +225,42 @@ impl EmailExecutor {
     }
 }
 
-/// Claims each batch's recipients in its transaction and sends to them once it has committed.
+/// A batch's messages on their way, sent by a task of their own; dropped, it stops sending.
+struct Sends(tokio::task::JoinHandle<Vec<(Uuid, Delivery)>>);
+
+impl Sends {
+    /// What became of each send. A send task that panicked leaves its recipients unrecorded,
+    /// `sending`, so the next attempt fails them rather than risk sending twice.
+    async fn delivered(mut self) -> Vec<(Uuid, Delivery)> {
+        (&mut self.0).await.unwrap_or_default()
+    }
+}
+
+impl Drop for Sends {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Claims each batch's recipients in its transaction; once it has committed, records the
+/// previous batch's sends and starts this one's.
 struct EmailBatches<'a> {
     executor: &'a EmailExecutor,
-    content: &'a EmailContent,
-    task_id: Uuid,
+    content: &'a Arc<EmailContent>,
+    /// The sends of the batch committed last, not yet recorded.
+    in_flight: Mutex<Option<Sends>>,
+}
+
+impl EmailBatches<'_> {
+    fn take_in_flight(&self) -> Option<Sends> {
+        self.in_flight.lock().expect("the sends' lock").take()
+    }
 }
 
 #[async_trait::async_trait]
 impl BatchAction<()> for EmailBatches<'_> {
     type Done = Claim;
-    /// Never: messages go out between one batch's commit and the next.
+    /// Never: a batch's claim waits for the previous one's commit, and its sends for its own.
     const OVERLAPS: bool = false;
 
     /// Claims the batch's recipients and records the outcomes of everyone not claimed;
@@ -217,7 +268,7 @@ impl BatchAction<()> for EmailBatches<'_> {
     /// claimed by an earlier run keep the outcome that run recorded.
     async fn work(&self, step: &Step) -> Result<Claim, TaskError> {
         let txn = &*step.txn;
-        let claim = claim_recipients(txn, self.task_id, &step.actor, &step.batch.ids, Utc::now())
+        let claim = claim_recipients(txn, step.task_id, &step.actor, &step.batch.ids, Utc::now())
             .await
             .map_err(task_error)?;
         for (outcome, people) in [
@@ -225,7 +276,7 @@ impl BatchAction<()> for EmailBatches<'_> {
             (PersonOutcome::OutOfScope, &claim.report.forbidden),
             (PersonOutcome::Unknown, &claim.report.unknown),
         ] {
-            outcomes::record(txn, self.task_id, outcome, people)
+            outcomes::record(txn, step.task_id, outcome, people)
                 .await
                 .map_err(task_error)?;
         }
@@ -247,17 +298,40 @@ impl BatchAction<()> for EmailBatches<'_> {
         Ok(())
     }
 
+    /// Records the previous batch's sends, then starts this batch's. If the relay refused
+    /// the previous batch, this one's recipients are recorded as deferred, never sent.
     async fn after_commit(
         &self,
         ctx: &mut TaskContext,
         walk: &mut Walk<()>,
         claim: Claim,
     ) -> Result<(), TaskError> {
-        self.executor
-            .send_and_record(ctx, walk, &claim.recipients, self.content)
-            .await
+        if let Some(sends) = self.take_in_flight() {
+            let deliveries = sends.delivered().await;
+            if let Err(error) = self.executor.record(ctx, walk, &deliveries).await {
+                let why = match &error {
+                    TaskError::Permanent(refusal) => Delivery::RelayRefused(refusal.clone()),
+                    _ => Delivery::Transient(NOT_SENT.into()),
+                };
+                let not_sent: Vec<(Uuid, Delivery)> = claim
+                    .recipients
+                    .iter()
+                    .map(|r| (r.person_id, why.clone()))
+                    .collect();
+                self.executor.record(ctx, walk, &not_sent).await?;
+                return Err(error);
+            }
+        }
+        let sends = self
+            .executor
+            .start_sending(claim.recipients, self.content, ctx);
+        *self.in_flight.lock().expect("the sends' lock") = Some(sends);
+        Ok(())
     }
 }
+
+/// Why a claimed recipient was not sent to: the task was told to stop first.
+const NOT_SENT: &str = "not sent yet: the task was stopped";
 
 /// Sends one message, unless the task has been told to stop: then it is not sent (and so
 /// safe to send later).
@@ -268,7 +342,7 @@ async fn deliver(
     token: &CancellationToken,
 ) -> (Uuid, Delivery) {
     let delivery = if token.is_cancelled() {
-        Delivery::Transient("not sent yet: the task was stopped".into())
+        Delivery::Transient(NOT_SENT.into())
     } else {
         mailer.send(recipient, content).await
     };
