@@ -72,7 +72,7 @@ if [ -z "${BENCH_SKIP_BULK:-}" ]; then
     urls+=("$pg_bench")
   fi
   for url in "${urls[@]}"; do
-    for what in seed search export email status alert reassign import; do
+    for what in seed search export email watch status alert reassign import; do
       step "bulk at $people people: $what ($url)"
       # An import allocates its file's megabyte windows as a node does (server::memory).
       allocator=()

@@ -25,6 +25,7 @@ mod m20261129_000600_notices_seen;
 mod m20261129_000700_admin_alerts;
 mod m20261129_000800_send_rate;
 mod m20261129_000900_task_outcomes;
+mod m20261129_001000_no_watch_index_by_person;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -81,6 +82,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000700_admin_alerts::Migration),
             Box::new(m20261129_000800_send_rate::Migration),
             Box::new(m20261129_000900_task_outcomes::Migration),
+            Box::new(m20261129_001000_no_watch_index_by_person::Migration),
         ]
     }
 }

@@ -2,13 +2,15 @@
 //! everyone, run by the queue with the real executors.
 //!
 //! ```text
-//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|alert|reassign|import]...
+//! cargo run --release -p caseload --example scale -- <database-url> <people> [seed|search|status|export|email|watch|alert|reassign|import]...
 //! ```
 //! With no step named, runs seed, search, status and export; run one step per process to see
 //! its own peak RSS. `search`, `status`, `export` and `email` expect the people to exist;
 //! `email` goes to everyone GRADUATED (about 100,000 at a million people, so run it before
 //! `status`, which makes everyone INACTIVE), one message each over SMTP to a relay on
 //! loopback that counts them. `alert` raises an early alert for everyone and tells their coaches.
+//! `watch` makes a new user watch everyone named Ada, then, once other users keep a watch
+//! of everyone, another new user the same: a Watch should not slow as the table grows.
 //! `reassign` moves everyone to a new coach. `export`, `status`, `alert` and `reassign` also
 //! time their plain-SQL floor after the engine (`floor.rs`; a write's on a copy of the
 //! database made before the engine started) and print the engine's time over it. `import`
@@ -27,7 +29,7 @@ use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::{PageRequest, PersonPage};
 use bulkq_types::requests::{
     ActionRequest, CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, ExportRequest,
-    StatusChangeRequest, TargetRequest,
+    StatusChangeRequest, TargetRequest, WatchRequest,
 };
 use caseload::actions::{
     ActionsConfig, BATCH_SIZE_DEFAULT, NodeLimits, export_file, submit, task_report,
@@ -45,7 +47,7 @@ use caseload::users::{NewStaffUser, Role, StaffUser, create_user, ids_with_role}
 use migration::Migrator;
 use queue::testing::peak_rss_mib;
 use queue::{Registry, Runtime, RuntimeConfig, Store, Task};
-use sea_orm::{Condition, ConnectionTrait, DatabaseConnection, DbBackend};
+use sea_orm::{Condition, ConnectionTrait, DatabaseConnection, DbBackend, Statement};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -54,14 +56,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, people, steps @ ..] = args.as_slice() else {
         return Err(
-            "usage: scale <database-url> <people> [seed|search|status|export|email|alert|reassign|import]..."
+            "usage: scale <database-url> <people> [seed|search|status|export|email|watch|alert|reassign|import]..."
                 .into(),
         );
     };
     let people: u64 = people.parse()?;
     let all = steps.is_empty();
     let wants = |step: &str| {
-        (all && !["email", "import"].contains(&step)) || steps.iter().any(|s| s == step)
+        (all && !["email", "watch", "import"].contains(&step)) || steps.iter().any(|s| s == step)
     };
     queue::database::migrate::<Migrator>(url).await?;
     let mut db = connect(url).await?;
@@ -144,6 +146,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
         })
         .await?;
+    }
+    if wants("watch") {
+        watch(&db, people).await?;
     }
     if wants("alert") {
         let (course, reason) = ("Scale measurement", "LOW_GRADES");
@@ -517,15 +522,116 @@ async fn run_action(
     Ok(elapsed)
 }
 
-/// The task once it has ended.
+/// The task once it has ended, seen within 20 ms: steps of under a second are timed too.
 async fn ended(store: &Store, id: Uuid) -> Result<Task, Box<dyn std::error::Error>> {
     loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
         let row = store.task_get(id).await?.ok_or("task vanished")?;
         if row.workflow_status.is_terminal() {
             return Ok(row);
         }
     }
+}
+
+/// Times a Watch of everyone of one first name by new users on the watch table as it is,
+/// then again once colleagues keep a watch of everyone (at least a million rows more), and
+/// prints the second median over the first.
+async fn watch(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std::error::Error>> {
+    // One first name: a few in a hundred people, spread over the whole caseload.
+    let named = PersonFilter {
+        name: Some("Ada".into()),
+        ..PersonFilter::default()
+    };
+    let request = |target| {
+        ActionRequest::Watch(WatchRequest {
+            target,
+            ..WatchRequest::default()
+        })
+    };
+    let kept_before = watches_kept(db).await?;
+    let first = median_of_runs(db, "watch", &named, request).await?;
+    let started = Instant::now();
+    for n in 0..KEPT_WATCHES.div_ceil(people.max(1)) {
+        let colleague = new_user(db, &format!("Colleague {n}"), Role::Staff).await?;
+        keep_watch_of_everyone(db, colleague.id).await?;
+    }
+    let kept = watches_kept(db).await?;
+    println!(
+        "watch: {kept} watches kept (from {kept_before}) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    analyze(db).await?;
+    let second = median_of_runs(db, "watch, watches kept", &named, request).await?;
+    let ratio = second / first;
+    println!(
+        "watch: {second:.1} s with {kept} watches kept ÷ {first:.1} s with {kept_before}: {ratio:.2}"
+    );
+    figures(
+        db,
+        "watch kept",
+        people,
+        json!({
+            "seconds": second,
+            "kept": kept,
+            "seconds_before": first,
+            "kept_before": kept_before,
+            "kept_over_before": ratio,
+        }),
+    );
+    Ok(())
+}
+
+/// The median time of [`WATCH_RUNS`] runs of `request` on `target`, each by a new user: one
+/// Watch takes under a second, where single runs vary by half.
+async fn median_of_runs(
+    db: &DatabaseConnection,
+    name: &str,
+    target: &PersonFilter,
+    request: impl Fn(TargetRequest) -> ActionRequest,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut times = Vec::new();
+    for _ in 0..WATCH_RUNS {
+        times.push(run_action(db, name, target.clone(), &request).await?);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// Runs of each Watch timed.
+const WATCH_RUNS: usize = 5;
+
+/// The watches the table should keep before a Watch is timed a second time.
+const KEPT_WATCHES: u64 = 1_000_000;
+
+async fn watches_kept(db: &DatabaseConnection) -> Result<u64, Box<dyn std::error::Error>> {
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) FROM person_watch",
+        ))
+        .await?
+        .ok_or("no count")?;
+    Ok(u64::try_from(row.try_get_by_index::<i64>(0)?)?)
+}
+
+/// Makes `watcher` watch every person, in one statement.
+async fn keep_watch_of_everyone(
+    db: &DatabaseConnection,
+    watcher: Uuid,
+) -> Result<(), sea_orm::DbErr> {
+    let backend = db.get_database_backend();
+    let (user, at) = match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?1", "?2"),
+    };
+    let sql = format!(
+        "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
+         SELECT {user}, id, {at} FROM person"
+    );
+    let values = [watcher.into(), chrono::Utc::now().into()];
+    db.execute_raw(Statement::from_sql_and_values(backend, sql, values))
+        .await?;
+    Ok(())
 }
 
 /// Imports a generated file of `people` new people (school ids `M00000000`…, every fourth
