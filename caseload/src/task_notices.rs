@@ -14,7 +14,7 @@ use bulkq_types::accounts::TaskEmails;
 use bulkq_types::actions::component_label;
 use chrono::{DateTime, Utc};
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
-use queue::{Task, TaskStatus};
+use queue::{Task, TaskStatus, WriteClass};
 use uuid::Uuid;
 
 use crate::CaseloadError;
@@ -142,7 +142,7 @@ async fn tell_page(
     ended: Vec<Task>,
 ) -> Result<u64, CaseloadError> {
     let now = store.clock().now();
-    let mut txn = store.begin_queue().await?;
+    let mut txn = store.begin_queue_as(WriteClass::Background).await?;
     let interrupted = now
         .checked_sub_signed(duration(INTERRUPTED_AFTER))
         .unwrap_or(now);

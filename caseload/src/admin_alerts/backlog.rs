@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use queue::WriteClass;
 use queue::periodic::{PeriodicContext, PeriodicJob, PeriodicTask, Schedule};
 
 use super::webhook::{AlertEvent, webhook_task};
@@ -73,7 +74,7 @@ pub async fn check_backlog(
         .map(|due| (now - due).to_std().unwrap_or_default());
     let over = waited.is_some_and(|waited| waited > settings.wait_over);
     let under_half = waited.is_none_or(|waited| waited < settings.wait_over / 2);
-    let mut txn = store.begin_queue().await?;
+    let mut txn = store.begin_queue_as(WriteClass::Background).await?;
     if over {
         let waited = waited.unwrap_or_default();
         if !admin_alerts::raise(&*txn, BACKLOG, now).await? {

@@ -108,11 +108,19 @@ impl Store {
     /// Starts a [`QueueTransaction`]: a write transaction that wakes the producers and
     /// announces its enqueued tasks when it commits. On SQLite it holds this store's write
     /// slot until it ends (see [`Store::begin_write_as`]), so keep it short and make no other
-    /// queue writes (admin operations, a second `begin_queue`) while it is open. Enqueues
-    /// are mostly someone's submission, so they take the slot ahead of background work.
+    /// queue writes (admin operations, a second `begin_queue`) while it is open. This one is
+    /// someone's submission: it takes the slot ahead of background work, and it counts as
+    /// a person writing.
     pub async fn begin_queue(&self) -> Result<QueueTransaction, QueueError> {
+        self.begin_queue_as(WriteClass::Interactive).await
+    }
+
+    /// [`Store::begin_queue`] for `class`: work nobody waits for (a periodic job's) begins
+    /// as `Background`, so that it neither goes ahead of people nor makes bulk work yield
+    /// as if someone were writing.
+    pub async fn begin_queue_as(&self, class: WriteClass) -> Result<QueueTransaction, QueueError> {
         Ok(QueueTransaction {
-            txn: self.begin_write_as(WriteClass::Interactive).await?,
+            txn: self.begin_write_as(class).await?,
             store: self.clone(),
             enqueued: Vec::new(),
         })

@@ -187,6 +187,11 @@ async fn a_queue_waiting_too_long_alerts_admins_once_per_episode(db: TestDatabas
     };
 
     assert_eq!(look().await, BacklogLook::Unchanged, "an empty queue");
+    tell_owners(&store, &mailer, true).await.unwrap();
+    assert!(
+        !store.people_writing(),
+        "a periodic look is nobody writing: bulk work would yield to it for good"
+    );
     waiting_since(20).await;
     assert_eq!(look().await, BacklogLook::Unchanged, "under the threshold");
     let old = waiting_since(120).await;
