@@ -99,7 +99,7 @@ pub use store::lock::{LockGrant, SchedulerLock};
 pub use store::transition::Finish;
 pub use store::{
     IdListFilter, NodeIdentity, QueueTransaction, RescueOutcome, Store, TaskGetAvailableParams,
-    WriteClass, WriteTransaction, id_rows, parked_message,
+    WriteClass, WriteTransaction, id_rows, parked_message, text_rows,
 };
 pub use task::{
     BulkOutcome, ListedIn, MAX_ATTEMPTS_DEFAULT, NewTask, Node, Page, PausedComponent, QueueEvent,

@@ -6,38 +6,42 @@ use std::collections::HashSet;
 
 use bulkq_types::people_import::RowProblem;
 use bulkq_types::person_records::RETIRED_STATUS;
+use queue::text_rows;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
-use sea_orm::{ConnectionTrait, StatementBuilder};
+use sea_orm::{ConnectionTrait, DbBackend, Statement, StatementBuilder};
 use uuid::Uuid;
 
 use crate::CaseloadError;
 use crate::people_sync::ResolvedRecord;
 
-/// Claims each record's school id for `import_id`, in statements of 500; returns the school
+/// Claims each record's school id for `import_id`, in one statement; returns the school
 /// ids newly claimed (those an earlier row claimed are left out).
 pub(crate) async fn claim_school_ids<C: ConnectionTrait>(
     db: &C,
     import_id: Uuid,
     records: &[(u64, ResolvedRecord)],
 ) -> Result<HashSet<String>, CaseloadError> {
+    let backend = db.get_database_backend();
+    let school_ids = records.iter().map(|(_, record)| record.school_id.clone());
+    let (rows, list) = text_rows(backend, 2, school_ids);
+    let import = match backend {
+        DbBackend::Postgres => "$1",
+        _ => "?",
+    };
+    // One statement for every batch size (ADR 0014); `WHERE true` tells SQLite's parser
+    // that `ON CONFLICT` is the upsert, not a join's `ON`.
+    let insert = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "INSERT INTO people_import_seen (import_id, school_id) \
+             SELECT {import}, rows.value FROM {rows} WHERE true \
+             ON CONFLICT (import_id, school_id) DO NOTHING RETURNING school_id"
+        ),
+        [import_id.into(), list],
+    );
     let mut claimed: HashSet<String> = HashSet::with_capacity(records.len());
-    for chunk in records.chunks(500) {
-        let mut insert = Query::insert();
-        insert
-            .into_table("people_import_seen")
-            .columns(["import_id", "school_id"])
-            .on_conflict(
-                OnConflict::columns(["import_id", "school_id"])
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .returning_col("school_id");
-        for (_, record) in chunk {
-            insert.values_panic([import_id.into(), record.school_id.clone().into()]);
-        }
-        for row in db.query_all(&insert).await? {
-            claimed.insert(row.try_get_by_index::<String>(0)?);
-        }
+    for row in db.query_all_raw(insert).await? {
+        claimed.insert(row.try_get_by_index::<String>(0)?);
     }
     Ok(claimed)
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use bulkq_types::person_records::RETIRED_STATUS;
 use chrono::{DateTime, Utc};
+use queue::IdListFilter;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, PaginatorTrait,
     QueryFilter, QuerySelect,
@@ -50,7 +51,7 @@ pub(crate) async fn by_school_id<C: ConnectionTrait>(
                 Column::ProgramStatus,
                 Column::CoachId,
             ])
-            .filter(Column::SchoolId.is_in(chunk.iter().cloned()))
+            .filter(Column::SchoolId.in_text_list(db.get_database_backend(), chunk.iter().cloned()))
             .into_model::<StoredPerson>()
             .all(db)
             .await?;

@@ -15,6 +15,8 @@
 //!   column's index.
 //!
 //! [`id_rows`] gives the same list as rows, for a statement that inserts one row per id.
+//! [`IdListFilter::in_text_list`] and [`text_rows`] do the same for text keys (a school id),
+//! as a `text[]` or a JSON array of strings.
 
 use std::fmt::Write;
 
@@ -24,6 +26,9 @@ use uuid::Uuid;
 
 /// SQLite's rows of ids from one JSON parameter, one column named `id`.
 const SQLITE_ID_ROWS: &str = "SELECT unhex(value) AS id FROM json_each(?)";
+
+/// SQLite's rows of text from one JSON parameter, one column named `value`.
+const SQLITE_TEXT_ROWS: &str = "SELECT value FROM json_each(?)";
 
 /// The store's filter for a list of ids, for every crate that keeps its rows in the app's
 /// database: `Column::Id.in_id_list(backend, ids)` where SeaORM would say `is_in(ids)`.
@@ -39,9 +44,44 @@ pub trait IdListFilter: ColumnTrait {
             ),
         }
     }
+
+    /// `column = ANY($1)` on PostgreSQL, `column IN (SELECT value FROM json_each(?))` on
+    /// SQLite: [`IdListFilter::in_id_list`] for a text column.
+    fn in_text_list(self, backend: DbBackend, texts: impl IntoIterator<Item = String>) -> Expr {
+        match backend {
+            DbBackend::Postgres => self.eq_any(texts),
+            _ => Expr::col(self.as_column_ref()).binary(
+                BinOper::In,
+                Expr::cust_with_values(format!("({SQLITE_TEXT_ROWS})"), [json_array(texts)]),
+            ),
+        }
+    }
 }
 
 impl<C: ColumnTrait> IdListFilter for C {}
+
+/// `texts` as a table of one column, `value`, bound as one parameter: [`id_rows`] for text.
+pub fn text_rows(
+    backend: DbBackend,
+    parameter: usize,
+    texts: impl IntoIterator<Item = String>,
+) -> (String, Value) {
+    match backend {
+        DbBackend::Postgres => (
+            format!("unnest(${parameter}::text[]) AS rows (value)"),
+            texts.into_iter().collect::<Vec<String>>().into(),
+        ),
+        _ => (
+            format!("({SQLITE_TEXT_ROWS}) AS rows"),
+            json_array(texts).into(),
+        ),
+    }
+}
+
+/// `["…", …]`: the JSON array SQLite's text lists read.
+fn json_array(texts: impl IntoIterator<Item = String>) -> String {
+    serde_json::Value::from(texts.into_iter().collect::<Vec<String>>()).to_string()
+}
 
 /// `ids` as a table of one column, `id`, bound as one parameter: a `FROM` item and the value
 /// to bind as the statement's parameter number `parameter` (PostgreSQL numbers its
@@ -92,5 +132,11 @@ mod tests {
             r#"["0123456789abcdef0123456789abcdef","00000000000000000000000000000001"]"#
         );
         assert_eq!(hex_json_array([]), "[]");
+    }
+
+    #[test]
+    fn a_sqlite_text_list_is_one_json_parameter_with_its_quotes_escaped() {
+        let texts = ["S1".to_owned(), "a \"b\"".to_owned()];
+        assert_eq!(json_array(texts), r#"["S1","a \"b\""]"#);
     }
 }

@@ -61,7 +61,7 @@ use crate::task::{QueueEvent, Task};
 pub use claim::TaskGetAvailableParams;
 pub use enqueue::QueueTransaction;
 use events::EventBus;
-pub use id_list::{IdListFilter, id_rows};
+pub use id_list::{IdListFilter, id_rows, text_rows};
 pub use node::{NodeIdentity, RescueOutcome, parked_message};
 pub use write_gate::WriteClass;
 pub use writes::WriteTransaction;
