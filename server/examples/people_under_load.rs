@@ -31,12 +31,13 @@ use axum::extract::ConnectInfo;
 use axum::http::{self as http, Request, header};
 use bulkq_types::actions::ActionKind;
 use caseload::seed::{SeedOptions, seed_people};
+use caseload::testing::watch_everyone;
 use caseload::users::{NewStaffUser, Role, create_user};
 use clap::Parser;
 use http_body_util::BodyExt;
 use queue::testing::{peak_rss_mib, reset_peak_rss};
 use queue::{Store, TaskStatus, WriteClass};
-use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, DbBackend, Iterable, Statement};
+use sea_orm::{ActiveEnum, ConnectionTrait, DatabaseConnection, Iterable, Statement};
 use serde_json::json;
 use server::commands::start_node;
 use server::config::ServeOptions;
@@ -374,15 +375,6 @@ impl Office {
 async fn keep_earlier_watches(url: &str, watchers: usize) -> anyhow::Result<()> {
     server::memory::give_large_blocks_back();
     let db = DatabaseTarget::at(url).open(1).await?;
-    let backend = db.get_database_backend();
-    let (watcher, created_at) = match backend {
-        DbBackend::Postgres => ("$1", "$2"),
-        _ => ("?", "?"),
-    };
-    let sql = format!(
-        "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
-         SELECT {watcher}, id, {created_at} FROM person"
-    );
     for n in 1..=watchers {
         let user = NewStaffUser {
             username: format!("earlier-{n}"),
@@ -391,9 +383,7 @@ async fn keep_earlier_watches(url: &str, watchers: usize) -> anyhow::Result<()> 
             password: PASSWORD.to_owned(),
         };
         let user = create_user(&db, user).await?;
-        let values = [user.id.into(), chrono::Utc::now().into()];
-        db.execute_raw(Statement::from_sql_and_values(backend, &sql, values))
-            .await?;
+        watch_everyone(&db, user.id).await;
     }
     db.close().await?;
     Ok(())

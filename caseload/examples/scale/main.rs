@@ -42,7 +42,7 @@ use caseload::people_import::upload::{Upload, UploadWriter};
 use caseload::people_import::{ImportProgress, ImportSpec};
 use caseload::search::{count_people_within, search_people};
 use caseload::seed::{SeedOptions, seed_people};
-use caseload::testing::SmtpServer;
+use caseload::testing::{SmtpServer, watch_everyone};
 use caseload::users::{NewStaffUser, Role, StaffUser, create_user, ids_with_role};
 use migration::Migrator;
 use queue::testing::peak_rss_mib;
@@ -553,7 +553,7 @@ async fn watch(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std::
     let started = Instant::now();
     for n in 0..KEPT_WATCHES.div_ceil(people.max(1)) {
         let colleague = new_user(db, &format!("Colleague {n}"), Role::Staff).await?;
-        keep_watch_of_everyone(db, colleague.id).await?;
+        watch_everyone(db, colleague.id).await;
     }
     let kept = watches_kept(db).await?;
     println!(
@@ -612,26 +612,6 @@ async fn watches_kept(db: &DatabaseConnection) -> Result<u64, Box<dyn std::error
         .await?
         .ok_or("no count")?;
     Ok(u64::try_from(row.try_get_by_index::<i64>(0)?)?)
-}
-
-/// Makes `watcher` watch every person, in one statement.
-async fn keep_watch_of_everyone(
-    db: &DatabaseConnection,
-    watcher: Uuid,
-) -> Result<(), sea_orm::DbErr> {
-    let backend = db.get_database_backend();
-    let (user, at) = match backend {
-        DbBackend::Postgres => ("$1", "$2"),
-        _ => ("?1", "?2"),
-    };
-    let sql = format!(
-        "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
-         SELECT {user}, id, {at} FROM person"
-    );
-    let values = [watcher.into(), chrono::Utc::now().into()];
-    db.execute_raw(Statement::from_sql_and_values(backend, sql, values))
-        .await?;
-    Ok(())
 }
 
 /// Imports a generated file of `people` new people (school ids `M00000000`…, every fourth

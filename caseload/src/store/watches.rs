@@ -37,6 +37,29 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     people_of(&db.query_all_raw(insert).await?)
 }
 
+/// Makes `staff_user_id` watch every person as of `now`, in one statement.
+pub(crate) async fn insert_everyone<C: ConnectionTrait>(
+    db: &C,
+    staff_user_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), CaseloadError> {
+    let backend = db.get_database_backend();
+    let (actor_id, created_at) = match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    };
+    let insert = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "INSERT INTO person_watch (staff_user_id, person_id, created_at) \
+             SELECT {actor_id}, id, {created_at} FROM person"
+        ),
+        [staff_user_id.into(), now.into()],
+    );
+    db.execute_raw(insert).await?;
+    Ok(())
+}
+
 /// Makes `staff_user_id` stop watching the people `person_ids`; returns those who were
 /// watched.
 pub(crate) async fn delete<C: ConnectionTrait>(

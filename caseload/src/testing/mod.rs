@@ -6,6 +6,6 @@ mod people;
 mod smtp;
 mod tls_relay;
 
-pub use people::insert_people;
+pub use people::{insert_people, watch_everyone};
 pub use smtp::{Received, SmtpServer};
 pub use tls_relay::{RelayTls, Relayed, TlsRelay};

@@ -8,11 +8,11 @@
 //! If recipients are still deferred at the end, the attempt ends with a transient error, so
 //! the queue tries again after its backoff, which is the pause a relay saying "later" needs.
 
+use std::sync::{Arc, Mutex};
+
 use bulkq_types::actions::ActionKind;
 use bulkq_types::outcomes::PersonOutcome;
 use bulkq_types::requests::{EmailRequest, ScheduleRequest};
-use std::sync::{Arc, Mutex};
-
 use bulkq_types::words::quoted;
 use chrono::Utc;
 use futures_util::{StreamExt, stream};
