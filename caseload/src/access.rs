@@ -111,14 +111,25 @@ pub async fn sort_target_ids<C: ConnectionTrait>(
     ids: &[Uuid],
 ) -> Result<Targets, CaseloadError> {
     check_batch_size(ids)?;
+    Ok(read_and_sort(db, actor, ids).await?.0)
+}
+
+/// The people `ids` names, read but not locked (for an action that changes none of their
+/// columns: on PostgreSQL a lock writes every row it takes), sorted by what `actor` may do
+/// to them, with each one's coach.
+pub(crate) async fn read_and_sort<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    ids: &[Uuid],
+) -> Result<(Targets, HashMap<Uuid, Option<Uuid>>), CaseloadError> {
     let coaches: HashMap<Uuid, Option<Uuid>> =
         store::people::coaches(db, ids).await?.into_iter().collect();
-    Ok(sort_targets(actor, ids, &coaches))
+    Ok((sort_targets(actor, ids, &coaches), coaches))
 }
 
 /// The people `ids` names, locked as [`store::people::lock`] does (for a change of their
-/// own columns: a status change, a coach reassignment, an early alert), sorted by what
-/// `actor` may do to them, with each one's coach.
+/// own columns: a status change, a coach reassignment), sorted by what `actor` may do to
+/// them, with each one's coach.
 pub(crate) async fn lock_and_sort<C: ConnectionTrait>(
     db: &C,
     actor: &Actor,

@@ -111,20 +111,42 @@ pub async fn claim<C: ConnectionTrait>(
     Ok(coaches)
 }
 
-/// The message telling `coach` of their people in task `task_id`'s `news`: how many, the
-/// first [`PEOPLE_LISTED`] by name, then `details` (the alert's course and reasons).
-pub async fn message<C: ConnectionTrait>(
+/// The messages telling each of `coaches` of their people in task `task_id`'s `news`, in
+/// order: how many, the first [`PEOPLE_LISTED`] by name, then `details` (the alert's course
+/// and reasons).
+///
+/// The counts come from one pass over the task's people for all the coaches: counting each
+/// coach's apart read all of the task's people once per coach.
+pub async fn messages<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
     news: News,
-    coach: Uuid,
+    coaches: &[Uuid],
     details: &str,
-) -> Result<EmailContent, CaseloadError> {
-    let (count, listed) =
-        store::coach_notices::people_told(db, task_id, news, coach, PEOPLE_LISTED).await?;
+) -> Result<Vec<EmailContent>, CaseloadError> {
+    let counts = store::coach_notices::counts_told(db, task_id, news, coaches).await?;
+    let mut messages = Vec::with_capacity(coaches.len());
+    for coach in coaches {
+        let count = counts.get(coach).copied().unwrap_or_default();
+        let listed =
+            store::coach_notices::people_listed(db, task_id, news, *coach, count, PEOPLE_LISTED)
+                .await?;
+        messages.push(message(task_id, news, count, &listed, details));
+    }
+    Ok(messages)
+}
+
+/// The message telling a coach of `count` people, `listed` first.
+fn message(
+    task_id: Uuid,
+    news: News,
+    count: u64,
+    listed: &[store::coach_notices::Listed],
+    details: &str,
+) -> EmailContent {
     let mut body = news.opening(count);
     body.push_str("\n\n");
-    for person in &listed {
+    for person in listed {
         body.push_str(&format!(
             "- {}, {} ({})\n",
             person.last_name, person.first_name, person.school_id
@@ -141,11 +163,11 @@ pub async fn message<C: ConnectionTrait>(
         body.push_str(&format!("\n{details}\n"));
     }
     body.push_str(&format!("\nTask {task_id} in bulkq.\n"));
-    Ok(EmailContent {
+    EmailContent {
         subject: news.subject(count),
         body,
         cc: Vec::new(),
-    })
+    }
 }
 
 /// Sends one coach's notice, or says why it cannot be sent.

@@ -14,14 +14,16 @@ use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::{Actor, BatchReport, check_batch_size, lock_and_sort};
+use crate::access::{Actor, BatchReport, check_batch_size, read_and_sort};
 use crate::store;
 use crate::store::entity::early_alert as alert;
 use bulkq_types::text::{Lines, control_character_problem};
 
 /// Raises `content`'s alert for the people `person_ids` names, acting as `actor` for task
 /// `task_id`. Call it inside the batch transaction that also records the task's checkpoint.
-/// People outside the actor's scope and unknown ids are reported, not touched.
+/// People outside the actor's scope and unknown ids are reported, not touched. The people
+/// are read, not locked: an alert keeps the coach each had when its batch read them, as it
+/// would had a concurrent move come a moment later.
 pub async fn raise<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
@@ -31,7 +33,7 @@ pub async fn raise<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<BatchReport, CaseloadError> {
     check_batch_size(person_ids)?;
-    let (targets, coaches) = lock_and_sort(db, actor, person_ids).await?;
+    let (targets, coaches) = read_and_sort(db, actor, person_ids).await?;
     let people: Vec<(Uuid, Option<Uuid>)> = targets
         .allowed
         .iter()
@@ -52,7 +54,7 @@ pub async fn close<C: ConnectionTrait>(
     let row = store::alerts::find(db, alert_id)
         .await?
         .ok_or(CaseloadError::NotFound)?;
-    let (targets, _) = lock_and_sort(db, actor, &[row.person_id]).await?;
+    let (targets, _) = read_and_sort(db, actor, &[row.person_id]).await?;
     if targets.allowed.is_empty() {
         return Err(CaseloadError::NotFound);
     }

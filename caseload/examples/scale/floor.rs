@@ -1,8 +1,8 @@
 //! The plain-SQL floor of a bulk action: the same effect on today's schema, written as a
 //! person would write it by hand (batches of the engine's size by id, the same history row
 //! per changed person, one commit per batch, the same durability), timed after the engine
-//! on a copy of the database made just before the engine started, so the ratio says what
-//! the engine itself costs beyond the schema's own price.
+//! (a change's on a copy of the database made just before the engine started), so the ratio
+//! says what the engine itself costs beyond the schema's own price.
 
 use std::time::Instant;
 
@@ -138,6 +138,28 @@ fn mark(backend: DbBackend, n: usize) -> String {
     }
 }
 
+/// `IN` the id list bound as parameter `n` ([`id_list`]): a PostgreSQL array, or SQLite's
+/// JSON array of hex ids.
+fn in_id_list(backend: DbBackend, n: usize) -> String {
+    match backend {
+        DbBackend::Postgres => format!("= ANY(${n})"),
+        _ => format!("IN (SELECT unhex(value) FROM json_each(?{n}))"),
+    }
+}
+
+/// `ids` as the parameter [`in_id_list`] reads.
+fn id_list(backend: DbBackend, ids: Vec<Uuid>) -> Result<Value, Error> {
+    Ok(match backend {
+        DbBackend::Postgres => ids.into(),
+        _ => serde_json::to_string(
+            &ids.iter()
+                .map(|id| id.simple().to_string())
+                .collect::<Vec<_>>(),
+        )?
+        .into(),
+    })
+}
+
 /// Up to `batch` people after `after` by id, each with their `column`; on PostgreSQL
 /// locked for update when `lock` (SQLite's one writer needs no lock).
 async fn read_batch<T: TryGetable>(
@@ -220,15 +242,12 @@ where
 {
     let backend = db.get_database_backend();
     let update = format!(
-        "UPDATE person SET {} = {}, updated_by = {}, updated_at = {} WHERE {}",
+        "UPDATE person SET {} = {}, updated_by = {}, updated_at = {} WHERE id {}",
         change.column,
         mark(backend, 1),
         mark(backend, 2),
         mark(backend, 3),
-        match backend {
-            DbBackend::Postgres => "id = ANY($4)",
-            _ => "id IN (SELECT unhex(value) FROM json_each(?4))",
-        }
+        in_id_list(backend, 4)
     );
     let task_id = Uuid::now_v7();
     let started = Instant::now();
@@ -258,15 +277,7 @@ where
         insert_rows(&txn, change.history_table, change.history_columns, history).await?;
         if !moving.is_empty() {
             let ids: Vec<Uuid> = moving.iter().map(|p| p.id).collect();
-            let ids: Value = match backend {
-                DbBackend::Postgres => ids.into(),
-                _ => serde_json::to_string(
-                    &ids.iter()
-                        .map(|id| id.simple().to_string())
-                        .collect::<Vec<_>>(),
-                )?
-                .into(),
-            };
+            let ids = id_list(backend, ids)?;
             txn.execute_raw(Statement::from_sql_and_values(
                 backend,
                 &update,
@@ -345,6 +356,183 @@ pub async fn early_alert(
     Ok(Floor {
         seconds: started.elapsed().as_secs_f64(),
         changed: raised,
+    })
+}
+
+/// A Watch by `watcher` of everyone a name search for `word` finds (a first name, last name
+/// or school id starting with it): their ids in one `SELECT` (an OR of the three prefix
+/// ranges, which the name indexes serve), then a `person_watch` row each, `batch` rows to a
+/// transaction.
+pub async fn watch(
+    db: &DatabaseConnection,
+    word: &str,
+    watcher: Uuid,
+    batch: u64,
+) -> Result<Floor, Error> {
+    let backend = db.get_database_backend();
+    let collate = match backend {
+        DbBackend::Postgres => " COLLATE \"C\"",
+        _ => "",
+    };
+    let ranges: Vec<String> = ["first_name", "last_name", "school_id"]
+        .iter()
+        .map(|column| {
+            format!(
+                "(lower({column}){collate} >= {} AND lower({column}){collate} < {})",
+                mark(backend, 1),
+                mark(backend, 2)
+            )
+        })
+        .collect();
+    let low = word.to_lowercase();
+    let mut high = low.clone();
+    let last = high.pop().ok_or("an empty word")?;
+    high.push(char::from_u32(u32::from(last) + 1).ok_or("no next character")?);
+    let select = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "SELECT id FROM person WHERE {} ORDER BY id",
+            ranges.join(" OR ")
+        ),
+        [low.into(), high.into()],
+    );
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for row in db.query_all_raw(select).await? {
+        ids.push(row.try_get_by_index::<Uuid>(0)?);
+    }
+    for chunk in ids.chunks(usize::try_from(batch)?) {
+        let txn = db.begin().await?;
+        let now = chrono::Utc::now();
+        let rows = chunk
+            .iter()
+            .map(|id| vec![watcher.into(), (*id).into(), now.into()])
+            .collect();
+        insert_rows(
+            &txn,
+            "person_watch",
+            &["staff_user_id", "person_id", "created_at"],
+            rows,
+        )
+        .await?;
+        txn.commit().await?;
+    }
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        changed: ids.len() as u64,
+    })
+}
+
+/// Email to everyone in program status `status` with an address, through `mailer`: per
+/// batch of the engine's email batch size by id, one transaction that reads them and
+/// claims a `sending` row each in the send log, then the messages (as many in flight as
+/// the engine keeps), then one transaction that marks the sent ones `sent`.
+pub async fn email(
+    db: &DatabaseConnection,
+    mailer: &caseload::email::Mailer,
+    status: &str,
+    content: &caseload::email::EmailContent,
+) -> Result<Floor, Error> {
+    use caseload::actions::{EMAIL_BATCH_MAX, EMAIL_SENDS_IN_FLIGHT};
+    use futures_util::StreamExt;
+
+    let backend = db.get_database_backend();
+    // On SQLite, `+` keeps the planner on the primary key: through the status index it
+    // sorted all of a status's people for every batch.
+    let select = format!(
+        "SELECT id, email FROM person WHERE {}program_status = {} AND email IS NOT NULL \
+         AND id > {} ORDER BY id LIMIT {}",
+        if backend == DbBackend::Sqlite {
+            "+"
+        } else {
+            ""
+        },
+        mark(backend, 1),
+        mark(backend, 2),
+        mark(backend, 3)
+    );
+    let mark_sent = format!(
+        "UPDATE email_send_log SET status = 'sent', sent_at = {0}, updated_at = {0} \
+         WHERE task_id = {1} AND person_id {2}",
+        mark(backend, 1),
+        mark(backend, 2),
+        in_id_list(backend, 3)
+    );
+    let task_id = Uuid::now_v7();
+    let started = Instant::now();
+    let mut sent = 0;
+    let mut after = Uuid::nil();
+    loop {
+        let txn = db.begin().await?;
+        let mut people: Vec<(Uuid, String)> = Vec::new();
+        let values: [Value; 3] = [
+            status.into(),
+            after.into(),
+            i64::try_from(EMAIL_BATCH_MAX)?.into(),
+        ];
+        for row in txn
+            .query_all_raw(Statement::from_sql_and_values(backend, &select, values))
+            .await?
+        {
+            people.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
+        }
+        let Some((last, _)) = people.last() else {
+            break;
+        };
+        after = *last;
+        let now = chrono::Utc::now();
+        let claims = people
+            .iter()
+            .map(|(id, address)| {
+                let detail: Option<String> = None;
+                let sent_at: Option<chrono::DateTime<chrono::Utc>> = None;
+                vec![
+                    task_id.into(),
+                    (*id).into(),
+                    address.clone().into(),
+                    "sending".into(),
+                    detail.into(),
+                    1.into(),
+                    now.into(),
+                    sent_at.into(),
+                ]
+            })
+            .collect();
+        let columns = [
+            "task_id",
+            "person_id",
+            "recipient",
+            "status",
+            "detail",
+            "attempts",
+            "updated_at",
+            "sent_at",
+        ];
+        insert_rows(&txn, "email_send_log", &columns, claims).await?;
+        txn.commit().await?;
+        let deliveries: Vec<_> = futures_util::stream::iter(&people)
+            .map(|(id, address)| async move {
+                let delivery = mailer.send_to("", address, content).await;
+                (*id, matches!(delivery, caseload::email::Delivery::Sent))
+            })
+            .buffered(EMAIL_SENDS_IN_FLIGHT)
+            .collect()
+            .await;
+        let delivered: Vec<Uuid> = deliveries
+            .into_iter()
+            .filter_map(|(id, sent)| sent.then_some(id))
+            .collect();
+        sent += delivered.len() as u64;
+        let ids = id_list(backend, delivered)?;
+        let txn = db.begin().await?;
+        let values: [Value; 3] = [chrono::Utc::now().into(), task_id.into(), ids];
+        txn.execute_raw(Statement::from_sql_and_values(backend, &mark_sent, values))
+            .await?;
+        txn.commit().await?;
+    }
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        changed: sent,
     })
 }
 

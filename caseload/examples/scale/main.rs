@@ -11,9 +11,10 @@
 //! loopback that counts them. `alert` raises an early alert for everyone and tells their coaches.
 //! `watch` makes a new user watch everyone named Ada, then, once other users keep a watch
 //! of everyone, another new user the same: a Watch should not slow as the table grows.
-//! `reassign` moves everyone to a new coach. `export`, `status`, `alert` and `reassign` also
-//! time their plain-SQL floor after the engine (`floor.rs`; a write's on a copy of the
-//! database made before the engine started) and print the engine's time over it. `import`
+//! `reassign` moves everyone to a new coach. Each of these steps also times its plain-SQL
+//! floor after the engine (`floor.rs`; a change's on a copy of the database made before the
+//! engine started, a Watch's by new users, email's to a relay of its own) and prints the
+//! engine's time over it. `import`
 //! brings in a generated CSV file of as many new people, then the same file again (which
 //! changes nobody). Each step also prints one JSON line of figures (scenario "bulk"), as the
 //! queue's benchmark does; `make bench` runs them all. `SCALE_BATCH_SIZE=N` runs the bulk
@@ -136,16 +137,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             program_status: Some("GRADUATED".into()),
             ..PersonFilter::default()
         };
-        run_action(&db, "email", graduated, |target| {
+        let content = caseload::email::EmailContent {
+            subject: "Scale measurement".into(),
+            body: "One message per person, to a relay on loopback.".into(),
+            cc: Vec::new(),
+        };
+        let engine = run_action(&db, "email", graduated, |target| {
             ActionRequest::Email(EmailRequest {
                 target,
-                subject: "Scale measurement".into(),
-                body: "One message per person, to a relay on loopback.".into(),
+                subject: content.subject.clone(),
+                body: content.body.clone(),
                 cc: Vec::new(),
                 ..EmailRequest::default()
             })
         })
         .await?;
+        let relay = SmtpServer::start_counting().await;
+        let mailer = relay_mailer(&relay)?;
+        let floor = floor::email(&db, &mailer, "GRADUATED", &content).await?;
+        print_floor(&db, "email", &floor, engine);
     }
     if wants("watch") {
         watch(&db, people).await?;
@@ -458,14 +468,7 @@ async fn run_action(
         ActionsConfig {
             exports_dir: scratch.join("exports"),
             export_retention: caseload::actions::export_files::EXPORT_RETENTION_DEFAULT,
-            mailer: Mailer::new(
-                "scale <scale@localhost>",
-                &MailTransport::Smtp(SmtpRelay::plain(
-                    "127.0.0.1",
-                    relay.port,
-                    Duration::from_secs(10),
-                )),
-            )?,
+            mailer: relay_mailer(&relay)?,
             batch_size: batch_size()?,
             batch_time_while_people_write: caseload::actions::batch_time_default(
                 db.get_database_backend(),
@@ -537,9 +540,8 @@ async fn ended(store: &Store, id: Uuid) -> Result<Task, Box<dyn std::error::Erro
 /// then again once colleagues keep a watch of everyone (at least a million rows more), and
 /// prints the second median over the first.
 async fn watch(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std::error::Error>> {
-    // One first name: a few in a hundred people, spread over the whole caseload.
     let named = PersonFilter {
-        name: Some("Ada".into()),
+        name: Some(WATCH_NAME.into()),
         ..PersonFilter::default()
     };
     let request = |target| {
@@ -550,6 +552,7 @@ async fn watch(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std::
     };
     let kept_before = watches_kept(db).await?;
     let first = median_of_runs(db, "watch", &named, request).await?;
+    watch_floor(db, "watch", first).await?;
     let started = Instant::now();
     for n in 0..KEPT_WATCHES.div_ceil(people.max(1)) {
         let colleague = new_user(db, &format!("Colleague {n}"), Role::Staff).await?;
@@ -562,6 +565,7 @@ async fn watch(db: &DatabaseConnection, people: u64) -> Result<(), Box<dyn std::
     );
     analyze(db).await?;
     let second = median_of_runs(db, "watch, watches kept", &named, request).await?;
+    watch_floor(db, "watch, watches kept", second).await?;
     let ratio = second / first;
     println!(
         "watch: {second:.1} s with {kept} watches kept ÷ {first:.1} s with {kept_before}: {ratio:.2}"
@@ -597,8 +601,30 @@ async fn median_of_runs(
     Ok(times[times.len() / 2])
 }
 
+/// Prints the median of [`WATCH_RUNS`] runs of the Watch's plain-SQL floor, each by a new
+/// user, beside the engine's median `engine`.
+async fn watch_floor(
+    db: &DatabaseConnection,
+    name: &str,
+    engine: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut runs = Vec::new();
+    for _ in 0..WATCH_RUNS {
+        let watcher = new_user(db, "Floor watcher", Role::Staff).await?;
+        runs.push(floor::watch(db, WATCH_NAME, watcher.id, batch_size()?).await?);
+    }
+    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let median = runs.swap_remove(runs.len() / 2);
+    print_floor(db, name, &median, engine);
+    Ok(())
+}
+
 /// Runs of each Watch timed.
 const WATCH_RUNS: usize = 5;
+
+/// The name a Watch finds people by: one first name, a few in a hundred people, spread over
+/// the whole caseload.
+const WATCH_NAME: &str = "Ada";
 
 /// The watches the table should keep before a Watch is timed a second time.
 const KEPT_WATCHES: u64 = 1_000_000;
@@ -762,6 +788,18 @@ fn print_floor(db: &DatabaseConnection, name: &str, floor: &floor::Floor, engine
             "engine_over_floor": ratio,
         }),
     );
+}
+
+/// A mailer that sends to `relay`, as the engine's does.
+fn relay_mailer(relay: &SmtpServer) -> Result<Mailer, caseload::CaseloadError> {
+    Mailer::new(
+        "scale <scale@localhost>",
+        &MailTransport::Smtp(SmtpRelay::plain(
+            "127.0.0.1",
+            relay.port,
+            Duration::from_secs(10),
+        )),
+    )
 }
 
 /// Everyone, as a saved query.

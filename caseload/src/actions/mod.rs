@@ -37,7 +37,8 @@ use crate::admin_alerts::webhook::{WEBHOOK, WebhookExecutor};
 use crate::email::Mailer;
 pub use export_files::export_file;
 pub use kinds::{
-    CoachReassignmentSpec, EmailSpec, ExportSpec, NodeLimits, StatusChangeSpec, WatchSpec, task_for,
+    CoachReassignmentSpec, EMAIL_BATCH_MAX, EMAIL_SENDS_IN_FLIGHT, EmailSpec, ExportSpec,
+    NodeLimits, StatusChangeSpec, WatchSpec, task_for,
 };
 use kinds::{Register, for_action};
 use pace::SharedPace;

@@ -7,7 +7,7 @@ use futures_util::{StreamExt, stream};
 use queue::{TaskContext, TaskError};
 
 use super::walk::{Walk, task_error};
-use crate::coach_notices::{self, News, deliver, message, record};
+use crate::coach_notices::{self, News, deliver, messages, record};
 use crate::email::Mailer;
 
 /// Notices in flight at once.
@@ -42,13 +42,10 @@ pub(crate) async fn tell_coaches(
         if coaches.is_empty() {
             break;
         }
-        let mut messages = Vec::with_capacity(coaches.len());
-        for coach in &coaches {
-            let content = message(&*txn, task_id, news, coach.id, details)
-                .await
-                .map_err(task_error)?;
-            messages.push(content);
-        }
+        let ids: Vec<_> = coaches.iter().map(|coach| coach.id).collect();
+        let messages = messages(&*txn, task_id, news, &ids, details)
+            .await
+            .map_err(task_error)?;
         walk.commit(ctx, txn).await?;
         let sends: Vec<_> = coaches
             .iter()

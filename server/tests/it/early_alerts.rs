@@ -9,7 +9,8 @@ use bulkq_types::alerts::AlertContent;
 use bulkq_types::filter::PersonFilter;
 use bulkq_types::people::PageRequest;
 use caseload::access::Actor;
-use caseload::coach_notices::{News, claim, fail_interrupted, message};
+use caseload::coach_notices::{News, claim, fail_interrupted, messages};
+use caseload::coach_reassignment::reassign;
 use caseload::early_alerts::raise;
 use caseload::testing::insert_people;
 use caseload::users::Role;
@@ -28,6 +29,7 @@ queue::backend_tests!(Migrator =>
     bad_alerts_are_refused_by_field,
     a_batch_run_again_raises_nobody_twice,
     a_notice_cut_off_mid_send_is_never_sent_again,
+    a_long_notice_lists_the_first_people_still_coached,
     admins_manage_the_reasons,
 );
 
@@ -223,22 +225,9 @@ async fn a_batch_run_again_raises_nobody_twice(db: TestDatabase) {
 /// An attempt that died between claiming a coach's notice and recording it may have sent
 /// it: the next attempt marks it failed and claims nobody again.
 async fn a_notice_cut_off_mid_send_is_never_sent_again(db: TestDatabase) {
-    let admin = add_user(&db, "ada", Role::Admin).await;
     let coach = add_user(&db, "cody", Role::Staff).await;
     let people = insert_people(&db.conn, "Coached", 3, Some(coach.id)).await;
-    let actor = Actor {
-        id: admin.id,
-        role: Role::Admin,
-    };
-    let content = AlertContent {
-        course: "HIST 110".into(),
-        reasons: vec!["NOT_ENGAGED".into()],
-        ..AlertContent::default()
-    };
-    let task = Uuid::now_v7();
-    raise(&db.conn, task, &actor, &content, &people, Utc::now())
-        .await
-        .unwrap();
+    let (task, _) = alert_as_admin(&db, &people).await;
     let started = Utc::now();
     let claimed = claim(&db.conn, task, News::EarlyAlerts, started, Utc::now())
         .await
@@ -253,17 +242,78 @@ async fn a_notice_cut_off_mid_send_is_never_sent_again(db: TestDatabase) {
         .await
         .unwrap();
     assert!(again.is_empty(), "claimed once, never again: {again:?}");
-    let message = message(
+    let messages = messages(
         &db.conn,
         task,
         News::EarlyAlerts,
-        coach.id,
+        &[coach.id],
         "Course: HIST 110",
     )
     .await
     .unwrap();
+    let message = &messages[0];
     assert_eq!(message.subject, "Early alerts for 3 people you coach");
     assert!(message.body.contains("- Coached"), "{}", message.body);
+}
+
+/// A coach told of more people than are sorted whole gets the first 100 by name among the
+/// people they coach now, and the count of all of them.
+async fn a_long_notice_lists_the_first_people_still_coached(db: TestDatabase) {
+    let coach = add_user(&db, "cody", Role::Staff).await;
+    let other = add_user(&db, "olga", Role::Staff).await;
+    let people = insert_people(&db.conn, "Many", 2_050, Some(coach.id)).await;
+    let (task, actor) = alert_as_admin(&db, &people).await;
+    // The first by name moves to another coach after the alert.
+    reassign(
+        &db.conn,
+        Uuid::now_v7(),
+        &actor,
+        other.id,
+        &people[..1],
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let messages = messages(&db.conn, task, News::EarlyAlerts, &[coach.id], "")
+        .await
+        .unwrap();
+    let body = &messages[0].body;
+    assert_eq!(
+        messages[0].subject,
+        "Early alerts for 2,050 people you coach"
+    );
+    let listed: Vec<&str> = body
+        .lines()
+        .filter(|line| line.starts_with("- Many"))
+        .collect();
+    assert_eq!(listed.len(), 100, "{body}");
+    // School ids sort as their names do: First1, First10, First100, First1000, …
+    assert_eq!(listed[0], "- ManyLast, First1 (Many-1)", "{body}");
+    assert_eq!(listed[1], "- ManyLast, First10 (Many-10)", "{body}");
+    assert!(
+        !body.contains("(Many-0)"),
+        "moved away, so not listed: {body}"
+    );
+    assert!(body.contains("- and 1,950 people more"), "{body}");
+}
+
+/// Raises an alert for `people` as a new admin, "ada"; returns the task and the admin.
+async fn alert_as_admin(db: &TestDatabase, people: &[Uuid]) -> (Uuid, Actor) {
+    let admin = add_user(db, "ada", Role::Admin).await;
+    let actor = Actor {
+        id: admin.id,
+        role: Role::Admin,
+    };
+    let content = AlertContent {
+        course: "HIST 110".into(),
+        reasons: vec!["NOT_ENGAGED".into()],
+        ..AlertContent::default()
+    };
+    let task = Uuid::now_v7();
+    raise(&db.conn, task, &actor, &content, people, Utc::now())
+        .await
+        .unwrap();
+    (task, actor)
 }
 
 async fn admins_manage_the_reasons(db: TestDatabase) {

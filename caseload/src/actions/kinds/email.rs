@@ -38,13 +38,13 @@ use crate::users::StaffUser;
 
 /// Messages in flight at once, each over a connection of its own to the relay: one at a
 /// time, the relay's round trips would bound throughput.
-const SEND_CONCURRENCY: usize = 8;
+pub const EMAIL_SENDS_IN_FLIGHT: usize = 8;
 
 /// People per email batch, whatever the configured batch size: a batch is claimed before it
 /// is sent, and the next is claimed while it is sent, so a crash mid-send costs at most
 /// twice this many recipients their message (they are marked failed rather than risk
 /// sending twice).
-pub(crate) const EMAIL_BATCH_MAX: u64 = 100;
+pub const EMAIL_BATCH_MAX: u64 = 100;
 
 pub(crate) struct Email;
 
@@ -186,7 +186,7 @@ impl EmailExecutor {
                 .map(|recipient| deliver(&mailer, recipient, &content, &token))
                 .collect();
             stream::iter(sends)
-                .buffer_unordered(SEND_CONCURRENCY)
+                .buffer_unordered(EMAIL_SENDS_IN_FLIGHT)
                 .collect()
                 .await
         }))

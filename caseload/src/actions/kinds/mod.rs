@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use coach_reassignment::CoachReassignmentSpec;
-pub use email::EmailSpec;
+pub use email::{EMAIL_BATCH_MAX, EMAIL_SENDS_IN_FLIGHT, EmailSpec};
 pub use export::ExportSpec;
 pub use status_change::StatusChangeSpec;
 pub use watch::WatchSpec;
