@@ -3,7 +3,7 @@
 
 use bulkq_types::requests::ActionRequest;
 use chrono::{DateTime, Utc};
-use queue::{NewTask, QueueError, Store, Task};
+use queue::{NewTask, QueueError, Store, Task, WriteClass};
 
 use super::idempotency::IdempotencyKey;
 use super::kinds::{NodeLimits, task_for};
@@ -23,7 +23,7 @@ pub async fn submit(
     limits: &NodeLimits,
     key: Option<&IdempotencyKey>,
 ) -> Result<Task, SubmitError> {
-    let mut txn = store.begin_queue().await?;
+    let mut txn = store.begin_queue_as(WriteClass::Submission).await?;
     let task = task_for(&*txn, user, request, limits).await?;
     let row = match key {
         None => txn.enqueue(task).await?,

@@ -3,7 +3,7 @@
 //! cleanup job ([`super::cleanup`]) knows which uploads a task still needs.
 
 use bulkq_types::actions::PEOPLE_IMPORT;
-use queue::{NewTask, Store, Task};
+use queue::{NewTask, Store, Task, WriteClass};
 
 use bulkq_types::audit::AuditAct;
 
@@ -24,7 +24,7 @@ pub async fn start_import(
         .ok_or_else(|| CaseloadError::Invalid("an import runs as a staff user".to_owned()))?;
     let json = serde_json::to_value(spec)
         .map_err(|error| CaseloadError::Invalid(format!("the import spec: {error}")))?;
-    let mut txn = store.begin_queue().await?;
+    let mut txn = store.begin_queue_as(WriteClass::Submission).await?;
     let task = NewTask::new(PEOPLE_IMPORT, json, owner)
         .with_created_by(&by.name)
         .with_progress_total(i64::try_from(spec.rows).unwrap_or(i64::MAX));

@@ -17,8 +17,14 @@ use tokio::sync::oneshot;
 /// Who is waiting for the write slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteClass {
-    /// A person is waiting for the answer: served first.
+    /// A person is waiting for the answer: served first, and a sign that people are writing
+    /// (`Store::people_writing`), so bulk work keeps its batches short for a while.
     Interactive,
+    /// A person hands the queue bulk work (a bulk action, an import): served first, like
+    /// `Interactive`, but no sign that people are writing. Taken as one, the work just asked
+    /// for ran its first 30 s in short batches for the sake of nobody: its owner now watches
+    /// it, and anyone's next write shortens the batches anyway (ADR 0033).
+    Submission,
     /// Queue work nobody watches as it happens.
     Background,
 }
@@ -67,7 +73,9 @@ impl WriteGate {
             }
             let (sender, receiver) = oneshot::channel();
             match class {
-                WriteClass::Interactive => state.interactive.push_back(sender),
+                WriteClass::Interactive | WriteClass::Submission => {
+                    state.interactive.push_back(sender)
+                }
                 WriteClass::Background => state.background.push_back(sender),
             }
             receiver
@@ -183,7 +191,7 @@ mod tests {
             ("batch 2", WriteClass::Background),
             ("sign-in", WriteClass::Interactive),
             ("batch 3", WriteClass::Background),
-            ("submit", WriteClass::Interactive),
+            ("submit", WriteClass::Submission),
         ];
         // Queued in this order.
         let spacing = Duration::from_millis(10);
