@@ -20,7 +20,7 @@ use crate::actions::target::Target;
 use crate::actions::tell_coaches::tell_coaches;
 use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
 use crate::coach_notices::News;
-use crate::early_alerts::{check_reasons, raise, reasons};
+use crate::early_alerts::{check_reasons, raise, raise_for_read, reasons};
 use crate::email::Mailer;
 use crate::users::StaffUser;
 
@@ -131,8 +131,15 @@ impl TaskExecutor for EarlyAlertExecutor {
             // The future may borrow only its step, so it takes its own copy of the alert.
             let alert = spec.alert.clone();
             Box::pin(async move {
-                let ids = &step.batch.ids;
-                raise(&*step.txn, task_id, &step.actor, &alert, ids, Utc::now()).await
+                let (txn, actor, now) = (&*step.txn, &step.actor, Utc::now());
+                match &step.batch.rows {
+                    Some(rows) => {
+                        let people: Vec<_> =
+                            rows.iter().map(|row| (row.id, row.coach_id)).collect();
+                        raise_for_read(txn, task_id, actor, &alert, &people, now).await
+                    }
+                    None => raise(txn, task_id, actor, &alert, &step.batch.ids, now).await,
+                }
             })
         });
         walk.run(ctx, &action).await?;
