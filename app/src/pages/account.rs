@@ -101,16 +101,10 @@ impl EmailState {
         let save = ServerAction::<SetOwnEmail>::new();
         let choose = ServerAction::<SetOwnTaskEmails>::new();
         let alerts = ServerAction::<SetOwnFailureAlerts>::new();
-        let account = Resource::new(
-            move || {
-                (
-                    save.version().get(),
-                    choose.version().get(),
-                    alerts.version().get(),
-                )
-            },
-            |_| own_account(),
-        );
+        // Read once: after a save each form already shows what was saved, and reading the
+        // account again re-rendered every form, undoing a choice made in another form
+        // while the read was under way.
+        let account = Resource::new(|| (), |_| own_account());
         EmailState {
             save,
             choose,

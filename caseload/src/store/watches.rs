@@ -37,7 +37,9 @@ pub(crate) async fn insert<C: ConnectionTrait>(
     people_of(&db.query_all_raw(insert).await?)
 }
 
-/// Makes `staff_user_id` watch every person as of `now`, in one statement.
+/// Makes `staff_user_id` watch every person as of `now`, in one statement (for benchmarks,
+/// through `crate::testing`).
+#[cfg(feature = "testing")]
 pub(crate) async fn insert_everyone<C: ConnectionTrait>(
     db: &C,
     staff_user_id: Uuid,
