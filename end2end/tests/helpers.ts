@@ -52,9 +52,14 @@ export const users = {
   bell: { username: 'e2e-bell', password: process.env.E2E_BELL_PASSWORD ?? '', name: 'Bea Bell' },
 };
 
-/** Waits until the WASM has hydrated the page, so clicks reach the app. */
+/**
+ * Waits until the WASM has hydrated the page, so clicks reach the app. Beside the Rust
+ * tests on two cores, loading and compiling the debug build's WASM has taken over the
+ * default 10 s (an admin page's reload, twice in CI); a page that never hydrates still
+ * fails here, and its script errors fail the test besides.
+ */
 export async function hydrated(page: Page) {
-  await expect(page.locator('body[data-hydrated="true"]')).toBeAttached();
+  await expect(page.locator('body[data-hydrated="true"]')).toBeAttached({ timeout: 30_000 });
 }
 
 /** Signs in through the sign-in form and waits for the caseload. */
