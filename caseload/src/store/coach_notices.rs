@@ -4,9 +4,10 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use queue::IdListFilter;
 use sea_orm::sea_query::{Expr, ExprTrait, IntoColumnRef, IntoTableRef, Query, SelectStatement};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
     QuerySelect,
 };
 use uuid::Uuid;
@@ -40,6 +41,16 @@ fn pairs(news: News, task_id: Uuid) -> SelectStatement {
         .and_where(Expr::col(task).eq(task_id))
         .and_where(Expr::col(coach).is_not_null())
         .to_owned()
+}
+
+/// [`pairs`] of the people `ids` only: the ids bound as one parameter (ADR 0014), which
+/// PostgreSQL looks up in the task's `(task_id, person_id)` index.
+fn pairs_among(news: News, task_id: Uuid, backend: DbBackend, ids: Vec<Uuid>) -> SelectStatement {
+    let among = match news {
+        News::EarlyAlerts => early_alert::Column::PersonId.in_id_list(backend, ids),
+        News::NewPeople => coach_change::Column::PersonId.in_id_list(backend, ids),
+    };
+    pairs(news, task_id).and_where(among).to_owned()
 }
 
 /// Marks `failed` (interrupted) the notices of task `task_id` still `sending`; returns how
@@ -190,16 +201,12 @@ pub(crate) async fn people_listed<C: ConnectionTrait>(
     told: u64,
     limit: u64,
 ) -> Result<Vec<Listed>, CaseloadError> {
-    let theirs = |people: Option<Vec<Uuid>>| {
-        let mut theirs = Query::select();
-        theirs
+    let theirs = |pairs: SelectStatement| {
+        Query::select()
             .column("person_id")
-            .from_subquery(pairs(news, task_id), "pairs")
-            .and_where(Expr::col("coach_id").eq(coach));
-        if let Some(people) = people {
-            theirs.and_where(Expr::col("person_id").is_in(people));
-        }
-        theirs
+            .from_subquery(pairs, "pairs")
+            .and_where(Expr::col("coach_id").eq(coach))
+            .to_owned()
     };
     let by_name = |people: sea_orm::Select<person::Entity>| {
         people
@@ -213,7 +220,8 @@ pub(crate) async fn people_listed<C: ConnectionTrait>(
             .order_by_asc(person::Column::Id)
     };
     if told <= LIST_SORTED_MAX {
-        let people = person::Entity::find().filter(person::Column::Id.in_subquery(theirs(None)));
+        let theirs = theirs(pairs(news, task_id));
+        let people = person::Entity::find().filter(person::Column::Id.in_subquery(theirs));
         return Ok(by_name(people).limit(limit).into_model().all(db).await?);
     }
     let mut listed = Vec::new();
@@ -237,7 +245,8 @@ pub(crate) async fn people_listed<C: ConnectionTrait>(
         let page: Vec<Listed> = by_name(page).limit(LIST_PAGE).into_model().all(db).await?;
         let ids: Vec<Uuid> = page.iter().map(|person| person.id).collect();
         let mut of_task: HashSet<Uuid> = HashSet::new();
-        for row in db.query_all(&theirs(Some(ids))).await? {
+        let among = pairs_among(news, task_id, db.get_database_backend(), ids);
+        for row in db.query_all(&theirs(among)).await? {
             of_task.insert(row.try_get("", "person_id")?);
         }
         let full = page.len() as u64 == LIST_PAGE;
