@@ -9,6 +9,14 @@ use uuid::Uuid;
 use super::entity::person_watch;
 use crate::CaseloadError;
 
+/// The marks of a watch statement's first two parameters, the watcher and the time.
+fn watcher_and_time(backend: DbBackend) -> (&'static str, &'static str) {
+    match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    }
+}
+
 /// Makes `staff_user_id` watch the people `person_ids` (known to exist) as of `now`; returns
 /// those who were not watched before.
 pub(crate) async fn insert<C: ConnectionTrait>(
@@ -19,10 +27,7 @@ pub(crate) async fn insert<C: ConnectionTrait>(
 ) -> Result<Vec<Uuid>, CaseloadError> {
     let backend = db.get_database_backend();
     let (ids, id_list) = id_rows(backend, 3, person_ids.iter().copied());
-    let (actor_id, created_at) = match backend {
-        DbBackend::Postgres => ("$1", "$2"),
-        _ => ("?", "?"),
-    };
+    let (actor_id, created_at) = watcher_and_time(backend);
     // One statement for every batch size (ADR 0014); `WHERE true` tells SQLite's parser
     // that `ON CONFLICT` is the upsert, not a join's `ON`.
     let insert = Statement::from_sql_and_values(
@@ -46,10 +51,7 @@ pub(crate) async fn insert_everyone<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<(), CaseloadError> {
     let backend = db.get_database_backend();
-    let (actor_id, created_at) = match backend {
-        DbBackend::Postgres => ("$1", "$2"),
-        _ => ("?", "?"),
-    };
+    let (actor_id, created_at) = watcher_and_time(backend);
     let insert = Statement::from_sql_and_values(
         backend,
         format!(
