@@ -150,8 +150,9 @@ async fn a_coach_reassignment_survives_killed_nodes(db: TestDatabase) {
 }
 
 async fn early_alerts_survive_killed_nodes(db: TestDatabase) {
-    // 40 batches of 50, the people spread over five coaches with addresses.
-    let (people, batch_size) = (2_000, 50);
+    // 100 batches of 50, the people spread over five coaches with addresses: an alert's
+    // batch is quick, and with 40 the walk once ended between the last look and the kill.
+    let (people, batch_size) = (5_000, 50);
     let user = add_user(&db, "ada", Role::Admin).await;
     let mut coaches = Vec::new();
     for n in 0..5 {
