@@ -255,6 +255,15 @@ impl TaskContext {
         Ok(Some(FollowingBatch { txn, turn }))
     }
 
+    /// Brings the planner's statistics up to date where tables have grown tenfold (see
+    /// [`Store::refresh_planner_statistics`]), for work that fills a table fast, between
+    /// its batches. Only a speed-up: a failure is logged and the work goes on.
+    pub async fn refresh_planner_statistics(&self) {
+        if let Err(error) = self.store.refresh_planner_statistics().await {
+            tracing::warn!(task_id = %self.task.id, %error, "could not refresh the planner's statistics");
+        }
+    }
+
     /// Whether people are writing through this node now (see [`Store::people_writing`]):
     /// background work should then keep its transactions short.
     pub fn people_writing(&self) -> bool {

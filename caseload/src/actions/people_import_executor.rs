@@ -19,6 +19,11 @@ use crate::people_sync::{apply, retire};
 use crate::store::{imports, uploads};
 use crate::users::Role;
 
+/// Rows into an import after which the planner's statistics are first refreshed; then each
+/// time the rows have doubled. A first import fills `person` from nothing, and statements
+/// planned while it was empty would scan it whole for every batch (ADR 0044).
+const STATISTICS_FIRST_ROWS: u64 = 1_000;
+
 pub(crate) struct PeopleImportExecutor {
     pub pace: SharedPace,
 }
@@ -29,6 +34,7 @@ impl TaskExecutor for PeopleImportExecutor {
         let spec: ImportSpec = read_spec(ctx)?;
         let mut progress = ImportProgress::of(ctx.checkpoint());
         let mut reader = RowReader::default();
+        let mut statistics_after = STATISTICS_FIRST_ROWS;
         while progress.phase != ImportPhase::Done {
             let began = std::time::Instant::now();
             let txn = ctx.begin_batch().await?;
@@ -123,6 +129,10 @@ impl TaskExecutor for PeopleImportExecutor {
                 .with_total(i64::try_from(spec.rows.max(progress.rows)).unwrap_or(i64::MAX));
             ctx.commit_batch(txn, checkpoint).await?;
             self.pace.record(batch_rows, began.elapsed());
+            if progress.rows >= statistics_after {
+                ctx.refresh_planner_statistics().await;
+                statistics_after = progress.rows.saturating_mul(2);
+            }
         }
         Ok(())
     }

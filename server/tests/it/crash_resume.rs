@@ -15,9 +15,7 @@ use bulkq_types::requests::{
     CoachReassignmentRequest, EarlyAlertRequest, EmailRequest, StatusChangeRequest, TargetRequest,
 };
 use caseload::actions::{submit, task_report};
-use caseload::people_import::preview::preview;
-use caseload::people_import::start::start_import;
-use caseload::people_import::{ImportProgress, ImportSpec};
+use caseload::people_import::ImportProgress;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::store::entity::email_send_log as send_log;
 use caseload::testing::SmtpServer;
@@ -29,7 +27,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement}
 use tokio::process::Child;
 use uuid::Uuid;
 
-use crate::helpers::{NODE_LIMITS, add_user, shell, uploaded};
+use crate::helpers::{NODE_LIMITS, active_people_csv, add_user, import_started, shell};
 use crate::nodes::{ScratchDir, kill};
 
 queue::backend_tests!(Migrator =>
@@ -331,19 +329,12 @@ async fn a_people_import_survives_killed_nodes(db: TestDatabase) {
     // 3,000 good rows, every 100th row also repeated at the end: 30 batches of 100 rows
     // and three problems.
     let admin = add_user(&db, "ada", Role::Admin).await;
-    let mut csv = b"school_id,first_name,last_name,program_status\n".to_vec();
-    for n in 0..3_000 {
-        csv.extend_from_slice(format!("K{n},First{n},Last{n},ACTIVE\n").as_bytes());
-    }
+    let mut csv = active_people_csv("K", 3_000);
     for n in [0, 1_000, 2_000] {
         csv.extend_from_slice(format!("K{n},Again,Again,ACTIVE\n").as_bytes());
     }
     let store = Store::new(db.conn.clone());
-    let upload = uploaded(&store, admin.id, &csv).await;
-    let seen = preview(&db.conn, &upload, None, false).await.unwrap();
-    let spec = ImportSpec::of(&upload, &seen, false);
-    let by = caseload::audit::Actor::staff(admin.id, "ada", "");
-    let task = start_import(&store, &by, &spec).await.unwrap();
+    let task = import_started(&db, &store, admin.id, &csv).await;
 
     let run = run_with_kills(&db, &store, task.id, 3_003, 100, &[]).await;
 

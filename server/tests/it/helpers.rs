@@ -181,3 +181,44 @@ pub async fn uploaded(
     writer.write(store, csv).await.unwrap();
     writer.finish(store).await.unwrap()
 }
+
+/// `count` people of program status ACTIVE as a CSV file of the import's four columns, school
+/// ids `<prefix>0`, `<prefix>1`, ….
+pub fn active_people_csv(prefix: &str, count: u32) -> Vec<u8> {
+    let mut csv = b"school_id,first_name,last_name,program_status\n".to_vec();
+    for n in 0..count {
+        csv.extend_from_slice(format!("{prefix}{n},First{n},Last{n},ACTIVE\n").as_bytes());
+    }
+    csv
+}
+
+/// The import of `csv` by the admin `admin` ("ada"), uploaded, previewed and started as
+/// the dashboard would: its task, queued.
+pub async fn import_started(
+    db: &TestDatabase,
+    store: &queue::Store,
+    admin: uuid::Uuid,
+    csv: &[u8],
+) -> queue::Task {
+    use caseload::people_import::{ImportSpec, preview::preview, start::start_import};
+    let upload = uploaded(store, admin, csv).await;
+    let seen = preview(&db.conn, &upload, None, false).await.unwrap();
+    let spec = ImportSpec::of(&upload, &seen, false);
+    let by = caseload::audit::Actor::staff(admin, "ada", "");
+    start_import(store, &by, &spec).await.unwrap()
+}
+
+/// How many people the planner's statistics say `person` holds (-1 if it was never
+/// analysed): on SQLite from `sqlite_stat1`, on PostgreSQL from the catalog.
+pub async fn people_the_planner_counts(db: &TestDatabase) -> i64 {
+    db.scalar(match db.backend {
+        queue::testing::Backend::Postgres => {
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'person'::regclass"
+        }
+        queue::testing::Backend::Sqlite => {
+            "SELECT COALESCE(MAX(CAST(substr(stat, 1, instr(stat, ' ') - 1) AS INTEGER)), -1) \
+             FROM sqlite_stat1 WHERE tbl = 'person'"
+        }
+    })
+    .await
+}

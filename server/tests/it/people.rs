@@ -1,6 +1,6 @@
 //! People brought in through the JSON API and kept in step: upserts keyed by school id that
-//! change nothing the second time, bad records that apply nothing, and retirement that
-//! keeps history.
+//! change nothing the second time (and leave the planner counting the people created),
+//! bad records that apply nothing, and retirement that keeps history.
 
 use axum::http::StatusCode;
 use caseload::users::Role;
@@ -46,6 +46,11 @@ async fn the_same_records_twice_change_nothing_the_second_time(db: TestDatabase)
         json!({"created": 3, "changed": 0, "unchanged": 0, "retired": 0})
     );
     assert_eq!(reply["outcomes"], json!(["created", "created", "created"]));
+    assert_eq!(
+        people_the_planner_counts(&db).await,
+        3,
+        "people created into an empty caseload are planned by their number"
+    );
     assert_eq!(
         db.scalar(
             "SELECT COUNT(*) FROM person p JOIN staff_user u ON u.id = p.coach_id \
