@@ -7,9 +7,9 @@
 #   2. The caseload at scale (caseload/examples/scale): seed, search (200 mixed queries),
 #      export of everyone, email to everyone GRADUATED (~100,000), status change of
 #      everyone, an early alert for everyone, everyone moved to a new coach (all but email
-#      then their plain-SQL floor, engine ÷ floor printed), then an import of a generated
-#      file of as many new people and the same file again; each step in its own process,
-#      so each peak RSS is that step's own.
+#      then their plain-SQL floor, engine ÷ floor printed); then, into an empty database,
+#      an import of a generated file of as many people and the same file again; each step
+#      in its own process, so each peak RSS is that step's own.
 #   3. People under load (server/examples/people_under_load): eight staff using the
 #      dashboard of a node while its queue works off their Watch tasks, against the same
 #      backlog worked off alone.
@@ -72,13 +72,19 @@ if [ -z "${BENCH_SKIP_BULK:-}" ]; then
     urls+=("$pg_bench")
   fi
   for url in "${urls[@]}"; do
-    for what in seed search export email watch status alert reassign import; do
+    for what in seed search export email watch status alert reassign; do
       step "bulk at $people people: $what ($url)"
-      # An import allocates its file's megabyte windows as a node does (server::memory).
-      allocator=()
-      [ "$what" = import ] && allocator=(env MALLOC_MMAP_THRESHOLD_=1048576)
-      collect "${allocator[@]}" target/release/examples/scale "$url" "$people" "$what"
+      collect target/release/examples/scale "$url" "$people" "$what"
     done
+  done
+  rm -f "$out"/bulk.db*
+  [ -n "$pg_server" ] && psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench" \
+    -c "CREATE DATABASE bulkq_bench"
+  # An organisation's first import goes into an empty caseload; an import allocates its
+  # file's megabyte windows as a node does (server::memory).
+  for url in "${urls[@]}"; do
+    step "bulk at $people people: import into an empty database ($url)"
+    collect env MALLOC_MMAP_THRESHOLD_=1048576 target/release/examples/scale "$url" "$people" import
   done
   rm -f "$out"/bulk.db*
   [ -n "$pg_server" ] && psql "$pg_server" -qc "DROP DATABASE IF EXISTS bulkq_bench"
