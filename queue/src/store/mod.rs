@@ -72,8 +72,14 @@ use writes::Writes;
 pub(crate) const INSERT_CHUNK: usize = 500;
 
 /// How recently a person must have written for [`Store::people_writing`] to hold: someone
-/// who has just submitted or signed in is likely to write again soon.
+/// who has just signed in or changed something is likely to write again soon.
 pub const PEOPLE_WRITING_WINDOW: Duration = Duration::from_secs(30);
+
+/// How long a submission of bulk work counts as people writing: the seconds in which a busy
+/// office's next request comes, so each waits for a short batch, not the 30 s of a person's
+/// other writes, in which the work just submitted would run in short batches for nobody's
+/// sake (ADR 0033).
+pub const SUBMISSION_WRITING_WINDOW: Duration = Duration::from_secs(2);
 
 /// The queue's handle on the database: its SQL (the submodules), its in-process signals
 /// ([`EventBus`]), who may write now ([`Writes`]) and, with feature `amqp`, where wake-up
@@ -210,12 +216,14 @@ impl Store {
         self.writes.begin(&self.db, class).await
     }
 
-    /// Whether a person has written through this store (a sign-in, a submission) within
-    /// [`PEOPLE_WRITING_WINDOW`]: background work should then keep its transactions short,
+    /// Whether a person has written through this store (a sign-in, a repair) within
+    /// [`PEOPLE_WRITING_WINDOW`], or submitted bulk work within
+    /// [`SUBMISSION_WRITING_WINDOW`]: background work should then keep its transactions short,
     /// on SQLite because a person's write waits for the batch holding the lock, on
     /// PostgreSQL because batches compete with people's requests for the cores.
     pub fn people_writing(&self) -> bool {
-        self.writes.people_writing_within(PEOPLE_WRITING_WINDOW)
+        self.writes
+            .people_writing_within(PEOPLE_WRITING_WINDOW, SUBMISSION_WRITING_WINDOW)
     }
 
     /// SQLite: waits until the write transactions of this store that are open or queued

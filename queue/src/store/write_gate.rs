@@ -21,9 +21,10 @@ pub enum WriteClass {
     /// (`Store::people_writing`), so bulk work keeps its batches short for a while.
     Interactive,
     /// A person hands the queue bulk work (a bulk action, an import): served first, like
-    /// `Interactive`, but no sign that people are writing. Taken as one, the work just asked
-    /// for ran its first 30 s in short batches for the sake of nobody: its owner now watches
-    /// it, and anyone's next write shortens the batches anyway (ADR 0033).
+    /// `Interactive`, but a sign that people are writing for seconds only
+    /// (`SUBMISSION_WRITING_WINDOW`). Taken as a person's write, the work just asked for ran
+    /// its first 30 s in short batches for nobody's sake; taken as none, an office's
+    /// submissions each waited for a whole batch (ADR 0033).
     Submission,
     /// Queue work nobody watches as it happens.
     Background,

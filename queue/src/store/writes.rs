@@ -67,9 +67,7 @@ impl Writes {
 
     /// The gate's slot for one write of `class`; `None` without a gate.
     async fn slot(&self, class: WriteClass) -> Result<Option<WritePass>, DbErr> {
-        if class == WriteClass::Interactive {
-            self.people_writing.record();
-        }
+        self.people_writing.record(class);
         let Some(gate) = &self.gate else {
             return Ok(None);
         };
@@ -84,9 +82,14 @@ impl Writes {
             })
     }
 
-    /// Whether a person wrote within `window`.
-    pub(crate) fn people_writing_within(&self, window: Duration) -> bool {
-        self.people_writing.within(window)
+    /// Whether a person wrote within `window`, or submitted bulk work within
+    /// `submission_window`.
+    pub(crate) fn people_writing_within(
+        &self,
+        window: Duration,
+        submission_window: Duration,
+    ) -> bool {
+        self.people_writing.within(window, submission_window)
     }
 
     /// Waits until the write transactions open or queued for the gate now have ended; at
