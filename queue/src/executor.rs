@@ -256,12 +256,10 @@ impl TaskContext {
     }
 
     /// Brings the planner's statistics up to date where tables have grown tenfold (see
-    /// [`Store::refresh_planner_statistics`]), for work that fills a table fast, between
-    /// its batches. Only a speed-up: a failure is logged and the work goes on.
+    /// [`Store::refresh_planner_statistics_or_warn`]), for work that fills a table fast,
+    /// between its batches.
     pub async fn refresh_planner_statistics(&self) {
-        if let Err(error) = self.store.refresh_planner_statistics().await {
-            tracing::warn!(task_id = %self.task.id, %error, "could not refresh the planner's statistics");
-        }
+        self.store.refresh_planner_statistics_or_warn().await;
     }
 
     /// Whether people are writing through this node now (see [`Store::people_writing`]):

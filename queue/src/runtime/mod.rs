@@ -254,9 +254,7 @@ impl Runtime {
         let rescued = rescuer.run_once().await?;
         // Data loaded before the node started (an import, a seed) is planned by its real
         // size from the first request on, not only after the first prune.
-        if let Err(error) = store.refresh_planner_statistics().await {
-            tracing::warn!(%error, "refreshing the planner statistics failed");
-        }
+        store.refresh_planner_statistics_or_warn().await;
         let heartbeat = Arc::new(heartbeat);
         let mut periodic_jobs = registry.periodic_jobs().to_vec();
         periodic_jobs.push(

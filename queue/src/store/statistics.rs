@@ -1,5 +1,5 @@
 //! The query planner's statistics, which the node keeps up to date where a table has grown
-//! tenfold since it was last analysed, or has rows and never was.
+//! tenfold since it was last analysed, or has rows and never was (or counted none).
 //!
 //! SQLite plans a query from `sqlite_stat1`, which only `ANALYZE` (or `PRAGMA optimize`)
 //! writes. Without it, a caseload imported after the schema was made is planned as if its
@@ -59,5 +59,14 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// [`Store::refresh_planner_statistics`] where it is only a speed-up (a node's start, a
+    /// task filling a table, a request that created people): a failure is logged and the
+    /// caller goes on, slower at worst.
+    pub async fn refresh_planner_statistics_or_warn(&self) {
+        if let Err(error) = self.refresh_planner_statistics().await {
+            tracing::warn!(%error, "could not refresh the planner's statistics");
+        }
     }
 }

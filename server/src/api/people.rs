@@ -101,9 +101,7 @@ pub async fn upsert_people(
     if counts.created > 0 {
         // A program filling an empty caseload would otherwise be planned as if it were
         // still empty until the next prune (ADR 0083); a no-op unless a table grew tenfold.
-        if let Err(error) = state.store.refresh_planner_statistics().await {
-            tracing::warn!(%error, "could not refresh the planner's statistics");
-        }
+        state.store.refresh_planner_statistics_or_warn().await;
     }
     tracing::info!(admin = %admin.username, ?counts, "people brought in step");
     Ok(Json(PeopleSynced { counts, outcomes }))
