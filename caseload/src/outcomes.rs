@@ -24,14 +24,19 @@ const CLEANUP_EVERY: Duration = Duration::from_secs(3600);
 /// Rows deleted per transaction, so a million-person task never holds the writer long.
 const DELETED_PER_TRANSACTION: u64 = 10_000;
 
-/// Records every person of a batch's report: changed, unchanged, out of scope, unknown.
+/// Records every person of a batch's report of a `kind` task: changed, unchanged, out of
+/// scope, unknown; the changed only where no history of the kind names them already.
 pub async fn record_batch<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
+    kind: ActionKind,
     report: &BatchReport,
 ) -> Result<(), CaseloadError> {
+    let changes_kept = rows::change_history(kind).is_some();
     for (outcome, people) in report.outcomes() {
-        record(db, task_id, outcome, people).await?;
+        if !(changes_kept && outcome == PersonOutcome::Changed) {
+            record(db, task_id, outcome, people).await?;
+        }
     }
     Ok(())
 }
@@ -55,14 +60,16 @@ pub struct OutcomeLine {
     pub outcome: PersonOutcome,
 }
 
-/// Up to `limit` outcomes of task `task_id` after person `after`, in person id order.
+/// Up to `limit` outcomes of task `task_id` (a `kind` action) after person `after`, in
+/// person id order.
 pub async fn page<C: ConnectionTrait>(
     db: &C,
     task_id: Uuid,
+    kind: ActionKind,
     after: Option<Uuid>,
     limit: u64,
 ) -> Result<Vec<OutcomeLine>, CaseloadError> {
-    let found = rows::page(db, task_id, after, limit).await?;
+    let found = rows::page(db, task_id, kind, after, limit).await?;
     found
         .into_iter()
         .map(|row| {
@@ -98,7 +105,7 @@ pub async fn csv_page<C: ConnectionTrait>(
     kind: ActionKind,
     after: Option<Uuid>,
 ) -> Result<Option<(Vec<u8>, Uuid)>, CaseloadError> {
-    let lines = page(db, task_id, after, CSV_PAGE_ROWS).await?;
+    let lines = page(db, task_id, kind, after, CSV_PAGE_ROWS).await?;
     let Some(last) = lines.last().map(|line| line.person_id) else {
         return Ok(None);
     };

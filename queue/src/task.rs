@@ -112,16 +112,16 @@ pub struct TaskFilter {
     /// Lowercase text its spec (or, with `text_in_errors`, its error) contains.
     pub text: Option<String>,
     pub text_in_errors: bool,
-    /// Only the tasks a table of the application lists for one key.
+    /// Only the tasks some tables of the application list for one key.
     pub listed_in: Option<ListedIn>,
 }
 
-/// The tasks a table of the application lists against one key: those whose id is in
-/// `task_column` of `table` on a row whose `key_column` is `key` (the tasks that recorded
-/// an outcome for a person, say). Names come from code, never from input.
+/// The tasks tables of the application list against one key: those whose id is in
+/// `task_column` of any of `tables` on a row whose `key_column` is `key` (the tasks that
+/// recorded an outcome for a person, say). Names come from code, never from input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListedIn {
-    pub table: String,
+    pub tables: Vec<String>,
     pub task_column: String,
     pub key_column: String,
     pub key: Uuid,

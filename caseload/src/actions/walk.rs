@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
-use bulkq_types::actions::ActionReport;
+use bulkq_types::actions::{ActionKind, ActionReport};
 use queue::{Checkpoint, TaskContext, TaskError, WriteTransaction};
 use sea_orm::Condition;
 use serde::de::DeserializeOwned;
@@ -344,14 +344,18 @@ pub(crate) type ChangeFuture<'s> =
 /// An action whose whole work is a change in the batch's transaction, reported as a
 /// [`BatchReport`] (status change, watch, unwatch, coach reassignment, early alert) whose
 /// people's outcomes are recorded in the same transaction: its batches may overlap.
-pub(crate) struct DatabaseChange<F>(F);
+pub(crate) struct DatabaseChange<F> {
+    /// Which action: where its changes are already recorded (see [`record_batch`]).
+    kind: ActionKind,
+    change: F,
+}
 
 impl<F> DatabaseChange<F>
 where
     F: for<'s> Fn(&'s Step) -> ChangeFuture<'s> + Sync,
 {
-    pub fn new(change: F) -> Self {
-        DatabaseChange(change)
+    pub fn new(kind: ActionKind, change: F) -> Self {
+        DatabaseChange { kind, change }
     }
 }
 
@@ -364,8 +368,8 @@ where
     const OVERLAPS: bool = true;
 
     async fn work(&self, step: &Step) -> Result<BatchReport, TaskError> {
-        let report = (self.0)(step).await.map_err(task_error)?;
-        record_batch(&*step.txn, step.task_id, &report)
+        let report = (self.change)(step).await.map_err(task_error)?;
+        record_batch(&*step.txn, step.task_id, self.kind, &report)
             .await
             .map_err(task_error)?;
         Ok(report)

@@ -1,5 +1,8 @@
+use bulkq_types::actions::ActionKind;
 use bulkq_types::filter::PersonFilter;
+use bulkq_types::outcomes::PersonOutcome;
 use caseload::access::Actor;
+use caseload::outcomes::{self, record_batch};
 use caseload::search::people_after;
 use caseload::seed::{SeedOptions, seed_people};
 use caseload::status_change::{StatusChange, change_status};
@@ -89,6 +92,33 @@ async fn changes_record_history_once_per_task(db: TestDatabase) {
             .await,
         4
     );
+    // The owner's download lists each person once, read two at a time: the four changed
+    // from the task's history, though the re-run called them unchanged.
+    for report in [&first, &again] {
+        record_batch(&db.conn, task, ActionKind::ProgramStatusChange, report)
+            .await
+            .unwrap();
+    }
+    let mut expected: Vec<(Uuid, PersonOutcome)> = ids
+        .iter()
+        .map(|id| match *id == ids[4] {
+            true => (*id, PersonOutcome::Unchanged),
+            false => (*id, PersonOutcome::Changed),
+        })
+        .collect();
+    expected.sort_by_key(|(id, _)| *id);
+    let mut listed = Vec::new();
+    loop {
+        let after = listed.last().map(|(id, _)| *id);
+        let page = outcomes::page(&db.conn, task, ActionKind::ProgramStatusChange, after, 2)
+            .await
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        listed.extend(page.into_iter().map(|line| (line.person_id, line.outcome)));
+    }
+    assert_eq!(listed, expected);
     // A new task does change them again.
     let other = change_status(
         &db.conn,

@@ -2,7 +2,7 @@
 
 use bulkq_types::text::escape_like;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Alias, Condition, Expr, Func, LikeExpr, Query};
+use sea_orm::sea_query::{Alias, Condition, Expr, Func, LikeExpr, Query, UnionType};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
     QuerySelect, QueryTrait,
@@ -61,12 +61,25 @@ pub(crate) fn filter_condition(filter: &TaskFilter) -> Condition {
     if let Some(listed) = &filter.listed_in {
         // Here only, as in `text_condition`.
         use sea_orm::sea_query::ExprTrait;
-        let listing = Query::select()
-            .column(Alias::new(&listed.task_column))
-            .from(Alias::new(&listed.table))
-            .and_where(Expr::col(Alias::new(&listed.key_column)).eq(listed.key))
-            .to_owned();
-        condition = condition.add(task::Column::Id.in_subquery(listing));
+        let listing = |table: &String| {
+            Query::select()
+                .column(Alias::new(&listed.task_column))
+                .from(Alias::new(table))
+                .and_where(Expr::col(Alias::new(&listed.key_column)).eq(listed.key))
+                .to_owned()
+        };
+        let mut tables = listed.tables.iter();
+        condition = match tables.next() {
+            Some(first) => {
+                let mut listings = listing(first);
+                for table in tables {
+                    listings.union(UnionType::All, listing(table));
+                }
+                condition.add(task::Column::Id.in_subquery(listings))
+            }
+            // Listed in no table: no task.
+            None => condition.add(Expr::cust("1 = 0")),
+        };
     }
     condition
 }

@@ -126,7 +126,7 @@ impl TaskExecutor for CoachReassignmentExecutor {
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let task_id = ctx.task_id();
         let to_coach = spec.to_coach.id;
-        let action = DatabaseChange::new(|step| {
+        let action = DatabaseChange::new(ActionKind::CoachReassignment, |step| {
             Box::pin(async move {
                 let ids = &step.batch.ids;
                 reassign(&*step.txn, task_id, &step.actor, to_coach, ids, Utc::now()).await

@@ -127,7 +127,7 @@ impl TaskExecutor for EarlyAlertExecutor {
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let task_id = ctx.task_id();
-        let action = DatabaseChange::new(|step| {
+        let action = DatabaseChange::new(ActionKind::EarlyAlert, |step| {
             // The future may borrow only its step, so it takes its own copy of the alert.
             let alert = spec.alert.clone();
             Box::pin(async move {

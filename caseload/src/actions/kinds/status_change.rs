@@ -98,7 +98,7 @@ impl TaskExecutor for StatusChangeExecutor {
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
         let task_id = ctx.task_id();
-        let action = DatabaseChange::new(|step| {
+        let action = DatabaseChange::new(ActionKind::ProgramStatusChange, |step| {
             // The future may borrow only its step, so it takes its own copy of the change.
             let change = spec.change.clone();
             Box::pin(async move {

@@ -68,7 +68,7 @@ impl TaskExecutor for UnwatchExecutor {
         // Clearing one's own bookmark affects nobody else, so a query may reach people
         // outside the run_as scope (e.g. someone reassigned since they were watched).
         let mut walk: Walk<()> = Walk::resume(ctx, spec.target, Reach::Anyone, self.pace.clone())?;
-        let action = DatabaseChange::new(|step| {
+        let action = DatabaseChange::new(ActionKind::Unwatch, |step| {
             Box::pin(async move {
                 let (txn, actor) = (&*step.txn, &step.actor);
                 match step.batch.known_targets() {

@@ -85,7 +85,7 @@ impl TaskExecutor for WatchExecutor {
         let spec: WatchSpec = read_spec(ctx)?;
         let mut walk: Walk<()> =
             Walk::resume(ctx, spec.target, Reach::RunAsScope, self.pace.clone())?;
-        let action = DatabaseChange::new(|step| {
+        let action = DatabaseChange::new(ActionKind::Watch, |step| {
             Box::pin(async move {
                 let (txn, actor) = (&*step.txn, &step.actor);
                 match step.batch.known_targets() {
