@@ -26,6 +26,7 @@ mod m20261129_000700_admin_alerts;
 mod m20261129_000800_send_rate;
 mod m20261129_000900_task_outcomes;
 mod m20261129_001000_no_watch_index_by_person;
+mod m20261207_001100_early_alerts_by_person;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -83,6 +84,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000800_send_rate::Migration),
             Box::new(m20261129_000900_task_outcomes::Migration),
             Box::new(m20261129_001000_no_watch_index_by_person::Migration),
+            Box::new(m20261207_001100_early_alerts_by_person::Migration),
         ]
     }
 }

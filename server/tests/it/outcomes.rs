@@ -9,7 +9,7 @@ use caseload::testing::insert_people;
 use caseload::users::Role;
 use migration::Migrator;
 use queue::testing::TestDatabase;
-use sea_orm::{ConnectionTrait, Statement};
+use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -18,6 +18,7 @@ use crate::helpers::*;
 
 queue::backend_tests!(Migrator =>
     every_person_targeted_has_an_outcome_found_by_person,
+    the_tasks_touching_a_person_are_found_by_index,
 );
 
 /// The outcomes CSV of `task` as `cookie`'s user downloads it: `school_id → (outcome,
@@ -178,4 +179,51 @@ async fn every_person_targeted_has_an_outcome_found_by_person(db: TestDatabase) 
     assert_eq!(forgotten, 3 + 3 + 2);
     assert_eq!(db.scalar("SELECT COUNT(*) FROM task_outcome").await, 0);
     bulk.stop().await;
+}
+
+/// Each table the `person` filter looks in (the recorded outcomes and every change history,
+/// ADR 0084) is read through an index by person: scanned, a million alerts raised would cost
+/// every search by person a read of them all. PostgreSQL is told to scan only where it must.
+async fn the_tasks_touching_a_person_are_found_by_index(db: TestDatabase) {
+    let backend = db.conn.get_database_backend();
+    let listed = caseload::outcomes::tasks_touching(Uuid::now_v7());
+    assert!(listed.tables.len() > 1, "{listed:?}");
+    let txn = db.conn.begin().await.unwrap();
+    let (explain, mark, scan) = match backend {
+        sea_orm::DbBackend::Postgres => {
+            txn.execute_unprepared("SET LOCAL enable_seqscan = off")
+                .await
+                .unwrap();
+            ("EXPLAIN", "$1", "Seq Scan")
+        }
+        _ => ("EXPLAIN QUERY PLAN", "?", "SCAN "),
+    };
+    for table in &listed.tables {
+        let sql = format!(
+            "{explain} SELECT {} FROM {table} WHERE {} = {mark}",
+            listed.task_column, listed.key_column
+        );
+        let statement = Statement::from_sql_and_values(backend, sql, [listed.key.into()]);
+        let plan: Vec<String> = txn
+            .query_all_raw(statement)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.try_get_by_index::<String>(row_detail(backend)).unwrap())
+            .collect();
+        assert!(
+            !plan.iter().any(|step| step.contains(scan)),
+            "{table} is scanned:\n{}",
+            plan.join("\n")
+        );
+    }
+}
+
+/// The column of an `EXPLAIN` row that says what the step does.
+fn row_detail(backend: sea_orm::DbBackend) -> usize {
+    match backend {
+        // id, parent, notused, detail
+        sea_orm::DbBackend::Sqlite => 3,
+        _ => 0,
+    }
 }
