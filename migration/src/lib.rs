@@ -85,6 +85,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000900_task_outcomes::Migration),
             Box::new(m20261129_001000_no_watch_index_by_person::Migration),
             Box::new(m20261207_001100_early_alerts_by_person::Migration),
+            Box::new(queue::schema::m20261207_001200_claims_by_quota::Migration),
         ]
     }
 }

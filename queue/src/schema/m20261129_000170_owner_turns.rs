@@ -89,10 +89,22 @@ fn trigger_function(on_insert: &str, upsert: &str) -> String {
 /// two seconds where the claim took a millisecond. While one owner alone
 /// has queued tasks (the least and the greatest owner of the owner index are the same, two
 /// probes) it is the three-argument claim; otherwise it chooses among each owner's first
-/// `wanted` due tasks by priority, then turn, then age (see [`POSTGRES_TURNS`]). `owners`
+/// `wanted` due tasks by priority, then turn, then age (see [`postgres_turns`]). `owners`
 /// and `running` (arrays of the same length) say how many tasks each owner has on the
 /// claiming node.
-fn claim() -> String {
+pub(super) fn claim() -> String {
+    let turns = postgres_turns();
+    claim_choosing(&format!(
+        "SELECT t.id FROM ({turns}) AS turns JOIN queue_task t ON t.id = turns.task_id
+                 ORDER BY turns.priority DESC, turns.turn, turns.run_at, uuid_send(turns.task_id)
+                 LIMIT wanted
+                 FOR UPDATE OF t SKIP LOCKED"
+    ))
+}
+
+/// The five-argument claim, starting the tasks `chosen` selects (and locks) while more than
+/// one owner has queued tasks: this migration's turns, or a later migration's.
+pub(super) fn claim_choosing(chosen: &str) -> String {
     format!(
         "CREATE OR REPLACE FUNCTION queue_claim( \
              due TIMESTAMPTZ, node TEXT, wanted BIGINT, owners UUID[], running BIGINT[]) \
@@ -112,10 +124,7 @@ fn claim() -> String {
                  scheduled_by_process = node, modified_date = due, modified_by = node,
                  attempt = queue_task.attempt + 1, lease_version = queue_task.lease_version + 1
              WHERE queue_task.id = ANY(ARRAY(
-                 SELECT t.id FROM ({turns}) AS turns JOIN queue_task t ON t.id = turns.task_id
-                 ORDER BY turns.priority DESC, turns.turn, turns.run_at, uuid_send(turns.task_id)
-                 LIMIT wanted
-                 FOR UPDATE OF t SKIP LOCKED))
+                 {chosen}))
                AND queue_task.workflow_status = 'QUEUED'
              RETURNING queue_task.*),
            taken AS (
@@ -126,7 +135,6 @@ fn claim() -> String {
          END $$",
         counting = counted::COUNTING,
         done = counted::COUNTING_DONE,
-        turns = POSTGRES_TURNS,
         moved = counted::moved_counts("claimed", "QUEUED", "EXECUTING"),
     )
 }
@@ -138,12 +146,9 @@ fn claim() -> String {
 /// shares bound the tasks sorted to about `wanted`, whatever the number of owners; when
 /// owners have fewer due tasks than their shares the claim takes fewer, and the node claims
 /// again for the rest.
-const POSTGRES_TURNS: &str = "WITH RECURSIVE queued_owners(owner_id) AS (
-                 SELECT (SELECT r.owner_id FROM queue_ready r ORDER BY r.owner_id LIMIT 1)
-                 UNION ALL
-                 SELECT (SELECT r.owner_id FROM queue_ready r WHERE r.owner_id > o.owner_id
-                         ORDER BY r.owner_id LIMIT 1)
-                 FROM queued_owners o WHERE o.owner_id IS NOT NULL),
+fn postgres_turns() -> String {
+    format!(
+        "{QUEUED_OWNERS}
                due_owners AS (
                  SELECT o.owner_id FROM queued_owners o
                  WHERE o.owner_id IS NOT NULL AND EXISTS (
@@ -164,7 +169,18 @@ const POSTGRES_TURNS: &str = "WITH RECURSIVE queued_owners(owner_id) AS (
                    WHERE r.owner_id = o.owner_id AND r.run_at <= due
                      AND r.component NOT IN (SELECT component FROM queue_component_pause)
                    ORDER BY r.priority DESC, r.run_at, uuid_send(r.task_id)
-                   LIMIT (SELECT tasks FROM share)) AS c";
+                   LIMIT (SELECT tasks FROM share)) AS c"
+    )
+}
+
+/// The owners with queued entries, one probe of the owner index each (a skip scan): the
+/// first CTE of a claim taking turns.
+pub(super) const QUEUED_OWNERS: &str = "WITH RECURSIVE queued_owners(owner_id) AS (
+                 SELECT (SELECT r.owner_id FROM queue_ready r ORDER BY r.owner_id LIMIT 1)
+                 UNION ALL
+                 SELECT (SELECT r.owner_id FROM queue_ready r WHERE r.owner_id > o.owner_id
+                         ORDER BY r.owner_id LIMIT 1)
+                 FROM queued_owners o WHERE o.owner_id IS NOT NULL),";
 
 /// SQLite's triggers writing entries, with the owner (`m20261124_000070_ready_table`'s
 /// otherwise).

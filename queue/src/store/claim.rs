@@ -12,6 +12,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::entity::task::{self, Column};
+use super::quotas::{self, DueOwner};
 use super::{INSERT_CHUNK, Store, announce, dialect};
 use crate::error::QueueError;
 use crate::state::TaskStatus;
@@ -41,6 +42,18 @@ struct NextRunAt {
 struct OwnerWaiting {
     owner_id: Uuid,
     priority: Option<i32>,
+    first_due: Option<DateTime<Utc>>,
+}
+
+impl OwnerWaiting {
+    /// The owner as a claim taking turns sees it, if it has due tasks.
+    fn due(&self) -> Option<DueOwner> {
+        Some(DueOwner {
+            owner_id: self.owner_id,
+            priority: self.priority?,
+            first_due: self.first_due?,
+        })
+    }
 }
 
 impl Store {
@@ -58,13 +71,13 @@ impl Store {
         if params.max == 0 {
             return Ok(Vec::new());
         }
-        let statement = self.claim_statement(params);
         let mut started = match self.backend {
             DbBackend::Postgres => {
+                let statement = self.claim_statement(params);
                 self.run_alone(announce::announcing(statement, self.events().origin()))
                     .await?
             }
-            _ => self.claim_sqlite(statement).await?,
+            _ => self.claim_sqlite(params).await?,
         };
         self.events().publish(&started);
         in_turn_order(&mut started, params);
@@ -72,13 +85,49 @@ impl Store {
     }
 
     /// SQLite's claim: starts the tasks and takes their entries off `queue_ready`, in one
-    /// write transaction and one command (see [`dialect::SQLITE_CLAIM`]).
+    /// write transaction and one command (see [`dialect::SQLITE_CLAIM`]). Taking turns, the
+    /// owners with due tasks are read first in the same transaction (nothing else writes
+    /// before it commits), and while more than one has any the claim takes each one's
+    /// first due tasks up to its quota ([`quotas::quotas`], [`dialect::sqlite_quota_claim`]).
     ///
     /// It commits even when it started nothing: the take may have removed a stale entry
     /// (one whose task was not QUEUED), and a write transaction that changed nothing
     /// commits without writing.
-    async fn claim_sqlite(&self, claim: Statement) -> Result<Vec<Task>, QueueError> {
+    async fn claim_sqlite(
+        &self,
+        params: TaskGetAvailableParams<'_>,
+    ) -> Result<Vec<Task>, QueueError> {
         let txn = self.begin_write().await?;
+        let due_owners = match params.take_turns {
+            true => self.owners_waiting_in(&*txn, params.now).await?,
+            false => Vec::new(),
+        };
+        let due_owners: Vec<DueOwner> = due_owners.iter().filter_map(OwnerWaiting::due).collect();
+        let claim = match due_owners.as_slice() {
+            [] | [_] => Statement::from_sql_and_values(
+                self.backend,
+                dialect::SQLITE_CLAIM,
+                [
+                    params.now.into(),
+                    params.node_id.into(),
+                    i64::from(params.max).into(),
+                ],
+            ),
+            _ => {
+                let quotas = quotas::quotas(
+                    &due_owners,
+                    params.on_node,
+                    params.max,
+                    dialect::SQLITE_MOST_OWNERS_PER_CLAIM,
+                );
+                let mut values = vec![params.now.into(), params.node_id.into()];
+                for (owner, quota) in &quotas {
+                    values.extend([(*owner).into(), (*quota).into()]);
+                }
+                let sql = dialect::sqlite_quota_claim(quotas.len());
+                Statement::from_sql_and_values(self.backend, sql, values)
+            }
+        };
         let started = Task::find_by_statement(claim).all(&*txn).await?;
         txn.commit().await?;
         Ok(started)
@@ -90,38 +139,43 @@ impl Store {
         &self,
         now: DateTime<Utc>,
     ) -> Result<Vec<(Uuid, i32)>, QueueError> {
-        let rows = OwnerWaiting::find_by_statement(Statement::from_sql_and_values(
-            self.backend,
-            dialect::owners_waiting(self.backend),
-            [now.into()],
-        ))
-        .all(&self.db)
-        .await?;
+        let rows = self.owners_waiting_in(&self.db, now).await?;
         Ok(rows
             .into_iter()
             .filter_map(|row| Some((row.owner_id, row.priority?)))
             .collect())
     }
 
-    /// The claim for this backend, taking turns or not: with turns, the owners' tasks on
-    /// the node go as the backend takes a list (two arrays; one JSON object).
+    /// Every owner with queued tasks and its first due one, read on `conn`.
+    async fn owners_waiting_in<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<OwnerWaiting>, QueueError> {
+        let rows = OwnerWaiting::find_by_statement(Statement::from_sql_and_values(
+            self.backend,
+            dialect::owners_waiting(self.backend),
+            [now.into()],
+        ))
+        .all(conn)
+        .await?;
+        Ok(rows)
+    }
+
+    /// PostgreSQL's claim, taking turns or not: with turns, the owners' tasks on the node go
+    /// as two arrays.
     fn claim_statement(&self, params: TaskGetAvailableParams<'_>) -> Statement {
         let mut values = vec![
             params.now.into(),
             params.node_id.into(),
             i64::from(params.max).into(),
         ];
-        let sql = match (self.backend, params.take_turns) {
-            (DbBackend::Postgres, false) => dialect::POSTGRES_CLAIM,
-            (DbBackend::Postgres, true) => {
+        let sql = match params.take_turns {
+            false => dialect::POSTGRES_CLAIM,
+            true => {
                 let (owners, tasks): (Vec<Uuid>, Vec<i64>) = params.on_node.iter().copied().unzip();
                 values.extend([owners.into(), tasks.into()]);
                 dialect::POSTGRES_FAIR_CLAIM
-            }
-            (_, false) => dialect::SQLITE_CLAIM,
-            (_, true) => {
-                values.push(owners_json(params.on_node).into());
-                dialect::SQLITE_FAIR_CLAIM
             }
         };
         Statement::from_sql_and_values(self.backend, sql, values)
@@ -219,15 +273,6 @@ fn in_turn_order(tasks: &mut [Task], params: TaskGetAvailableParams<'_>) {
         .collect();
     // Stable: equal turns keep their age order.
     tasks.sort_by_key(|task| (std::cmp::Reverse(task.priority), turns[&task.id]));
-}
-
-/// `{"<hex owner id>": tasks, …}`: the JSON object SQLite's claim reads its owners from.
-fn owners_json(on_node: &[(Uuid, i64)]) -> String {
-    let owners: serde_json::Map<String, serde_json::Value> = on_node
-        .iter()
-        .map(|(owner, tasks)| (owner.simple().to_string(), (*tasks).into()))
-        .collect();
-    serde_json::Value::Object(owners).to_string()
 }
 
 /// What a batch commits besides the executor's own writes.

@@ -39,9 +39,11 @@ pub(crate) const POSTGRES_CLAIM: &str = "SELECT * FROM queue_claim($1, $2, $3)";
 
 /// PostgreSQL's claim taking turns among owners: `queue_claim` with two more arguments
 /// (`m20261129_000170_owner_turns`), the owners with tasks on the claiming node and how
-/// many each. While one owner alone has queued tasks it is [`POSTGRES_CLAIM`]; otherwise,
-/// within a priority, each owner's next due task waits its turn: the owner's tasks on the
-/// node plus its place among that owner's (see `Store::task_get_available`, ADR 0075).
+/// many each. While one owner alone has queued tasks it is [`POSTGRES_CLAIM`]; otherwise
+/// the owners whose first due task has the highest priority share the claim by quota, the
+/// owners with the fewest tasks on the node raised to a common level, and each takes its
+/// first due tasks up to its quota (`m20261207_001200_claims_by_quota`, ADR 0075, 0085).
+/// The tasks come back in no order; `Store::task_get_available` puts them in turn order.
 ///
 /// Parameters: now, node id, max rows, owner ids, their tasks on the node.
 pub(crate) const POSTGRES_FAIR_CLAIM: &str =
@@ -77,69 +79,6 @@ macro_rules! sqlite_claimed_entries {
            AND component NOT IN (SELECT component FROM queue_component_pause) \
          ORDER BY priority DESC, run_at, task_id \
          LIMIT +?3"
-    };
-}
-
-/// The entries of [`SQLITE_FAIR_CLAIM`]: as [`sqlite_claimed_entries`] while one owner
-/// alone has queued tasks (the least and the greatest owner are the same: two probes of
-/// the owner index). Otherwise owners take turns (ADR 0075): every owner with queued tasks
-/// (a skip scan of the owner index, one probe each), those with due tasks, each one's first
-/// due tasks up to its share of the LIMIT (an even share and one more; a list subquery per
-/// owner, whose ids are looked up by primary key), and each such task's turn, its owner's
-/// tasks on the node plus its place among that owner's at its priority; the claim takes
-/// them by priority, then turn, then age. Only those candidates, about the LIMIT, are
-/// sorted, never the whole queue. While one owner alone is queued the owners' list is empty,
-/// so the turns cost two probes. The entries are looked up by the named primary key: with
-/// statistics, SQLite read every entry through the owner index instead and tested each
-/// against the owners' lists, so a claim cost time in proportion to the queue, and a drain
-/// of 20,000 tasks ran at a fiftieth of its rate. Parameters: as [`sqlite_claimed_entries`],
-/// and `?4` the owners' tasks on the node (a JSON object, hex owner id to count).
-macro_rules! sqlite_turns_entries {
-    () => {
-        concat!(
-            "SELECT task_id FROM (",
-            sqlite_claimed_entries!(),
-            ") WHERE (SELECT MIN(owner_id) FROM queue_ready) \
-                  IS (SELECT MAX(owner_id) FROM queue_ready) \
-             UNION ALL \
-             SELECT task_id FROM ( \
-               WITH RECURSIVE queued_owners(owner_id) AS ( \
-                   SELECT (SELECT MIN(owner_id) FROM queue_ready) \
-                   UNION ALL \
-                   SELECT (SELECT next.owner_id FROM queue_ready next \
-                           INDEXED BY idx_queue_ready_owner \
-                           WHERE next.owner_id > o.owner_id ORDER BY next.owner_id LIMIT 1) \
-                   FROM queued_owners o WHERE o.owner_id IS NOT NULL), \
-                 due_owners(owner_id) AS ( \
-                   SELECT o.owner_id FROM queued_owners o \
-                   WHERE o.owner_id IS NOT NULL \
-                     AND (SELECT MIN(owner_id) FROM queue_ready) \
-                         IS NOT (SELECT MAX(owner_id) FROM queue_ready) \
-                     AND EXISTS ( \
-                       SELECT 1 FROM queue_ready first_due INDEXED BY idx_queue_ready_owner \
-                       WHERE first_due.owner_id = o.owner_id AND first_due.run_at <= ?1 \
-                         AND first_due.component NOT IN \
-                             (SELECT component FROM queue_component_pause))), \
-                 share(tasks) AS ( \
-                   SELECT (?3 + COUNT(*) - 1) / MAX(COUNT(*), 1) + 1 FROM due_owners), \
-                 held(owner_id, tasks) AS (SELECT unhex(key), value FROM json_each(?4)), \
-                 turns(task_id, priority, run_at, turn) AS ( \
-                   SELECT entry.task_id, entry.priority, entry.run_at, \
-                       row_number() OVER (PARTITION BY entry.owner_id, entry.priority \
-                                          ORDER BY entry.run_at, entry.task_id) \
-                       + COALESCE((SELECT held.tasks FROM held \
-                                   WHERE held.owner_id = entry.owner_id), 0) \
-                   FROM due_owners o, queue_ready entry INDEXED BY sqlite_autoindex_queue_ready_1 \
-                   WHERE entry.task_id IN ( \
-                       SELECT due.task_id FROM queue_ready due INDEXED BY idx_queue_ready_owner \
-                       WHERE due.owner_id = o.owner_id AND due.run_at <= ?1 \
-                         AND due.component NOT IN (SELECT component FROM queue_component_pause) \
-                       ORDER BY due.priority DESC, due.run_at, due.task_id \
-                       LIMIT (SELECT tasks FROM share))) \
-               SELECT task_id FROM turns \
-               ORDER BY priority DESC, turn, run_at, task_id \
-               LIMIT +?3)"
-        )
     };
 }
 
@@ -202,18 +141,54 @@ pub(crate) const SQLITE_CLAIM: &str = concat!(
     sqlite_claim_take!(sqlite_claimed_entries!())
 );
 
-/// [`SQLITE_CLAIM`] taking turns among owners (see [`sqlite_turns_entries`]).
+/// One owner's share of [`sqlite_quota_claim`]'s entries: its first due tasks of unpaused
+/// components, in claim order, up to its quota. `{owner}` and `{quota}` are the numbers of
+/// its parameters; the `+` keeps SQLite from compiling the statement again for each
+/// quota's value (see [`sqlite_claimed_entries`]).
+macro_rules! sqlite_owner_entries {
+    () => {
+        "SELECT task_id FROM (SELECT task_id FROM queue_ready INDEXED BY idx_queue_ready_owner \
+         WHERE owner_id = ?{owner} AND run_at <= ?1 \
+           AND component NOT IN (SELECT component FROM queue_component_pause) \
+         ORDER BY priority DESC, run_at, task_id LIMIT +?{quota})"
+    };
+}
+
+/// The most owners one SQLite claim takes turns among: each is a term of a compound
+/// SELECT, of which SQLite allows 500. Owners beyond it (those with most tasks on the node)
+/// wait for the next claim.
+pub(crate) const SQLITE_MOST_OWNERS_PER_CLAIM: usize = 200;
+
+/// [`SQLITE_CLAIM`] taking turns among `owners` owners (ADR 0085): each owner's first due
+/// tasks up to its quota (`store::quotas`), the owners' shares joined by `UNION ALL`, each
+/// read from the owner index in its order, so nothing is sorted. One text per number of
+/// owners, which sqlx keeps prepared like any other.
 ///
-/// Parameters: now, node id, the most to claim, the owners' tasks on the node.
-pub(crate) const SQLITE_FAIR_CLAIM: &str = concat!(
-    sqlite_claim_start!(sqlite_turns_entries!()),
-    "; ",
-    sqlite_claim_take!(sqlite_turns_entries!())
-);
+/// Parameters: now, node id, then each owner's id and quota (`?3` and `?4` for the first).
+pub(crate) fn sqlite_quota_claim(owners: usize) -> String {
+    let entries = (0..owners)
+        .map(|n| {
+            format!(
+                sqlite_owner_entries!(),
+                owner = 3 + 2 * n,
+                quota = 4 + 2 * n
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    format!(
+        concat!(
+            sqlite_claim_start!("{entries}"),
+            "; ",
+            sqlite_claim_take!("{entries}")
+        ),
+        entries = entries
+    )
+}
 
 /// The claims' statements one by one, for their plans.
 #[cfg(all(test, feature = "testing"))]
-const SQLITE_CLAIM_STEPS: [(&str, &str); 4] = [
+const SQLITE_CLAIM_STEPS: [(&str, &str); 2] = [
     (
         "claim's start",
         sqlite_claim_start!(sqlite_claimed_entries!()),
@@ -222,23 +197,34 @@ const SQLITE_CLAIM_STEPS: [(&str, &str); 4] = [
         "claim's take",
         sqlite_claim_take!(sqlite_claimed_entries!()),
     ),
-    (
-        "fair claim's start",
-        sqlite_claim_start!(sqlite_turns_entries!()),
-    ),
-    (
-        "fair claim's take",
-        sqlite_claim_take!(sqlite_turns_entries!()),
-    ),
 ];
 
-/// The owners with due tasks of unpaused components, each with the highest priority among
-/// them (`NULL` for an owner whose queued tasks are all for later): what a node whose slots
-/// are all busy looks at to let owners take turns (`runtime::turns`). One probe of the owner
-/// index per owner with queued tasks, and one for its first due task.
+/// The owners with queued tasks, each with its first due task of an unpaused component in
+/// claim order, its priority (the highest among them) and `run_at` (`NULL` for an owner
+/// whose queued tasks are all for later): what a node whose slots are all busy looks at to
+/// let owners take turns (`runtime::turns`), and what SQLite's claim taking turns splits
+/// among (`store::quotas`). One probe of the owner index per owner with queued tasks, and
+/// two for its first due task.
 ///
 /// Parameters: now.
 pub(crate) fn owners_waiting(backend: DbBackend) -> &'static str {
+    // A column of the owner's first due task of an unpaused component, in claim order.
+    macro_rules! first_due {
+        ($column:literal, $owner_index:literal, $now:literal) => {
+            concat!(
+                "(SELECT due.",
+                $column,
+                " FROM queue_ready due ",
+                $owner_index,
+                " \
+                  WHERE due.owner_id = o.owner_id AND due.run_at <= ",
+                $now,
+                " \
+                    AND due.component NOT IN (SELECT component FROM queue_component_pause) \
+                  ORDER BY due.priority DESC, due.run_at LIMIT 1)"
+            )
+        };
+    }
     macro_rules! owners_waiting {
         ($owner_index:literal, $now:literal) => {
             concat!(
@@ -249,11 +235,9 @@ pub(crate) fn owners_waiting(backend: DbBackend) -> &'static str {
                      SELECT (SELECT next.owner_id FROM queue_ready next ", $owner_index, " \
                              WHERE next.owner_id > o.owner_id ORDER BY next.owner_id LIMIT 1) \
                      FROM queued_owners o WHERE o.owner_id IS NOT NULL) \
-                 SELECT o.owner_id AS owner_id, \
-                     (SELECT due.priority FROM queue_ready due ", $owner_index, " \
-                      WHERE due.owner_id = o.owner_id AND due.run_at <= ", $now, " \
-                        AND due.component NOT IN (SELECT component FROM queue_component_pause) \
-                      ORDER BY due.priority DESC, due.run_at LIMIT 1) AS priority \
+                 SELECT o.owner_id AS owner_id, ",
+                first_due!("priority", $owner_index, $now), " AS priority, ",
+                first_due!("run_at", $owner_index, $now), " AS first_due \
                  FROM queued_owners o WHERE o.owner_id IS NOT NULL"
             )
         };
@@ -366,55 +350,59 @@ mod tests {
             }
             // (name, statement, whether it walks the claim order)
             let claim = super::SQLITE_CLAIM_STEPS.map(|(name, sql)| {
-                let mut values = vec![Utc::now().into(), "plan-node".into(), 256_i64.into()];
-                if name.starts_with("fair") {
-                    values.push(r#"{"00000000000000000000000000000001": 4}"#.into());
-                }
+                let values = [Utc::now().into(), "plan-node".into(), 256_i64.into()];
                 let statement = Statement::from_sql_and_values(DbBackend::Sqlite, sql, values);
                 (name, statement, true)
             });
+            // The claim taking turns among the three owners, 100 tasks each, step by step.
+            let mut values = vec![Utc::now().into(), "plan-node".into()];
+            for owner in 0..3 {
+                values.extend([uuid::Uuid::from_u128(owner).into(), 100_i64.into()]);
+            }
+            let quota_claim = super::sqlite_quota_claim(3);
+            let quota_steps = ["fair claim's start", "fair claim's take"]
+                .into_iter()
+                .zip(quota_claim.split("; "))
+                .map(|(name, sql)| {
+                    let statement =
+                        Statement::from_sql_and_values(DbBackend::Sqlite, sql, values.clone());
+                    (name, statement, false)
+                });
             let next_run_at = Statement::from_string(
                 DbBackend::Sqlite,
                 super::task_next_run_at(DbBackend::Sqlite),
             );
             let claims = (0..256).map(|lease| (uuid::Uuid::now_v7(), lease));
             let completion = store.completion(claims, Utc::now(), "plan-node");
-            let statements = claim.into_iter().chain([
+            let statements = claim.into_iter().chain(quota_steps).chain([
                 ("next run_at", next_run_at, true),
                 ("completion", completion, false),
             ]);
             for (name, statement, ordered) in statements {
                 let plan = plan(&db, statement).await;
                 let steps = plan.join("\n");
-                // A claim's second half takes turns among owners, sorting only their first
-                // due tasks; its first half, like every other statement, sorts nothing.
-                let (unsorted, turns) = steps.split_once("UNION ALL").unwrap_or((&steps, ""));
                 assert!(
-                    !ordered || unsorted.contains("USING INDEX idx_queue_ready_claim"),
+                    !ordered || steps.contains("USING INDEX idx_queue_ready_claim"),
                     "with statistics {statistics}, the {name} does not walk the claim \
                      index:\n{steps}"
                 );
                 assert!(
-                    !unsorted.contains("TEMP B-TREE"),
-                    "with statistics {statistics}, the {name} sorts the queue:\n{steps}"
+                    !steps.contains("TEMP B-TREE"),
+                    "with statistics {statistics}, the {name} sorts:\n{steps}"
                 );
+                // Taking turns, each owner's share is walked in its own order.
+                let owner_walks = steps
+                    .matches("queue_ready USING INDEX idx_queue_ready_owner (owner_id=?)")
+                    .count();
                 assert!(
-                    turns.is_empty()
-                        || turns.contains("USING COVERING INDEX idx_queue_ready_owner"),
-                    "with statistics {statistics}, the {name} takes turns without the owner \
-                     index:\n{steps}"
+                    !name.starts_with("fair") || owner_walks == 3,
+                    "with statistics {statistics}, the {name} does not walk each owner's \
+                     entries in the owner index:\n{steps}"
                 );
                 // Tasks and entries are only ever looked up, or walked in claim order.
                 let reads_all = plan.iter().find(|step| {
                     let scanned = step.strip_prefix("SCAN ").unwrap_or_default();
-                    let tables = [
-                        "queue_task",
-                        "queue_ready",
-                        "next",
-                        "entry",
-                        "due",
-                        "first_due",
-                    ];
+                    let tables = ["queue_task", "queue_ready"];
                     tables.contains(&scanned.split(' ').next().unwrap_or_default())
                         && scanned != "queue_ready USING INDEX idx_queue_ready_claim"
                 });

@@ -5,6 +5,7 @@
 //! # Layout
 //! - `enqueue`: inserting tasks inside the caller's transaction, [`QueueTransaction`].
 //! - `claim`: the producer's claim (and start), the worker's checkpoint and lease checks.
+//! - `quotas`: how a claim taking turns splits among owners.
 //! - `history`: the history rows a task's row cannot imply, and reading the whole history.
 //! - `id_list`: [`IdListFilter`], "this column is one of these ids" as one parameter, and
 //!   [`id_rows`], the same ids as rows.
@@ -41,6 +42,7 @@ pub mod lock;
 pub(crate) mod node;
 mod people_writing;
 pub(crate) mod periodic;
+mod quotas;
 pub(crate) mod read;
 mod statistics;
 pub mod transition;

@@ -17,6 +17,7 @@ use super::{PATIENCE, setup};
 
 queue::backend_tests!(queue::schema::QueueMigrator =>
     claims_take_turns_among_owners_within_a_priority,
+    a_claim_raises_the_owners_with_fewest_tasks_on_the_node_first,
     a_waiting_owner_gets_a_turn_on_one_node,
     a_waiting_owner_gets_a_turn_on_three_nodes,
 );
@@ -37,38 +38,70 @@ async fn claims_take_turns_among_owners_within_a_priority(db: TestDatabase) {
         a_tasks.push(bundle.enqueue(task_of(A)).await.id);
     }
     let b_task = bundle.enqueue(task_of(B)).await.id;
-    let claim = async |max: u32, take_turns: bool, on_node: &[(Uuid, i64)]| -> Vec<Uuid> {
-        let claimed = store
-            .task_get_available(TaskGetAvailableParams {
-                max,
-                now: store.clock().now(),
-                node_id: "turns-node",
-                take_turns,
-                on_node,
-            })
-            .await
-            .unwrap();
-        claimed.into_iter().map(|task| task.id).collect()
-    };
-
     // A holds three slots of the node: B's task, the youngest, goes first.
-    assert_eq!(claim(1, true, &[(A, 3)]).await, vec![b_task]);
+    assert_eq!(claim_ids(store, 1, true, &[(A, 3)]).await, vec![b_task]);
     // Turns alternate: A's next (turn 1 + 3) after nobody's, then A's in age order.
-    assert_eq!(claim(2, true, &[(A, 3), (B, 1)]).await, a_tasks[..2]);
+    assert_eq!(
+        claim_ids(store, 2, true, &[(A, 3), (B, 1)]).await,
+        a_tasks[..2]
+    );
 
     // Priority comes before turns.
     let urgent = bundle.enqueue(task_of(C).with_priority(5)).await.id;
     let waiting_b = bundle.enqueue(task_of(B)).await.id;
-    assert_eq!(claim(1, true, &[(C, 9)]).await, vec![urgent]);
+    assert_eq!(claim_ids(store, 1, true, &[(C, 9)]).await, vec![urgent]);
     // With two owners queued and none on the node, ties go to the oldest; B's task then
     // comes before A's second (B's turn 1, A's turn 2).
     assert_eq!(
-        claim(3, true, &[]).await,
+        claim_ids(store, 3, true, &[]).await,
         vec![a_tasks[2], waiting_b, a_tasks[3]]
     );
     // Without turns: strictly priority, then age.
     let late_b = bundle.enqueue(task_of(B)).await.id;
-    assert_eq!(claim(2, false, &[(A, 9)]).await, vec![a_tasks[4], late_b]);
+    assert_eq!(
+        claim_ids(store, 2, false, &[(A, 9)]).await,
+        vec![a_tasks[4], late_b]
+    );
+}
+
+/// A claim of four while A holds two slots of the node and B none, both with six queued:
+/// B's first three (turns 1 to 3) and A's first one (turn 3), which ties with B's third and
+/// starts before it, being older. Each owner's claimed tasks are its oldest.
+async fn a_claim_raises_the_owners_with_fewest_tasks_on_the_node_first(db: TestDatabase) {
+    let bundle = setup(db).await;
+    let store = &bundle.store;
+    let mut a_tasks = Vec::new();
+    let mut b_tasks = Vec::new();
+    for _ in 0..6 {
+        a_tasks.push(bundle.enqueue(task_of(A)).await.id);
+    }
+    for _ in 0..6 {
+        b_tasks.push(bundle.enqueue(task_of(B)).await.id);
+    }
+    assert_eq!(
+        claim_ids(store, 4, true, &[(A, 2)]).await,
+        vec![b_tasks[0], b_tasks[1], a_tasks[0], b_tasks[2]]
+    );
+}
+
+/// The ids of up to `max` tasks claimed for one node, in the order it starts them.
+async fn claim_ids(
+    store: &Store,
+    max: u32,
+    take_turns: bool,
+    on_node: &[(Uuid, i64)],
+) -> Vec<Uuid> {
+    let claimed = store
+        .task_get_available(TaskGetAvailableParams {
+            max,
+            now: store.clock().now(),
+            node_id: "turns-node",
+            take_turns,
+            on_node,
+        })
+        .await
+        .unwrap();
+    claimed.into_iter().map(|task| task.id).collect()
 }
 
 async fn a_waiting_owner_gets_a_turn_on_one_node(db: TestDatabase) {
