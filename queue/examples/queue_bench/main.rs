@@ -14,6 +14,10 @@
 //!   [`DRAIN_ROUNDS`]; `--rounds N` for another count), as in every drain below. Also the
 //!   CPU time per task (the machine's and the nodes'), and on PostgreSQL the database work
 //!   per task (see `work`).
+//! - **owners**: the drain's tasks spread over ten owners in turn, drained with owners
+//!   taking turns (the default) and without (the baseline), each on its own database and
+//!   node, their rounds taken in turn (each going first every other round); the median of
+//!   the rounds' ratios, turns over strict order (see [`drain_pair`]).
 //! - **latency**: an idle node; this process enqueues 300 tasks one at a time, each in its
 //!   own committed transaction, 20 ms apart; the time from just before COMMIT to the
 //!   executor's first line, p50 / p95 / p99 / max. Its baseline, measured after the tasks
@@ -32,10 +36,10 @@
 //!   (`--prefetch N` for another value) instead of the backend's default, the baseline for what
 //!   nodes gain by holding claimed tasks: the default's rate as a share of this one's.
 //!
-//! `--only` runs just the named scenarios, of `drain` (1 × 16), `drain_2x8`, `statements`,
-//! `latency`, `idle`, `aged` and `no_prefetch`: `make bench-peers` (scripts/bench-peers.sh) runs
-//! `--backend postgres --only drain,drain_2x8,latency --rounds 1` once per repetition,
-//! interleaved with another queue's runs.
+//! `--only` runs just the named scenarios, of `drain` (1 × 16), `drain_2x8`, `owners`,
+//! `statements`, `latency`, `idle`, `aged` and `no_prefetch`: `make bench-peers`
+//! (scripts/bench-peers.sh) runs `--backend postgres --only drain,drain_2x8,latency
+//! --rounds 1` once per repetition, interleaved with another queue's runs.
 //!
 //! The nodes are child processes of this one (see `worker`), so the figures include what
 //! crosses processes, and each node's peak RSS is its own. Prints one JSON line per scenario
@@ -200,16 +204,13 @@ async fn main() -> Result<(), Error> {
                 owners: OWNERS,
                 ..single
             };
-            let strict = Shape {
-                turns: false,
-                ..owners
-            };
-            let strict = drain(&mut report, backend, &settings, strict, 0, "owners").await?;
-            let turns = drain(&mut report, backend, &settings, owners, 0, "owners").await?;
-            if let (Some(turns), Some(strict)) = (turns, strict) {
+            let pair = drain_pair(&mut report, backend, &settings, owners, "owners").await?;
+            if let Some(ratio) = pair {
                 println!(
-                    "{name}: {OWNERS} owners taking turns drain at {:.0} % of the strict order's rate",
-                    turns / strict * 100.0
+                    "{name}: {OWNERS} owners taking turns drain at {:.0} % of the strict order's \
+                     rate (median of {} paired rounds)",
+                    ratio * 100.0,
+                    settings.rounds
                 );
             }
         }
@@ -323,97 +324,235 @@ async fn drain(
     aged: usize,
     scenario: &'static str,
 ) -> Result<Option<f64>, Error> {
-    let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
+    let Some(mut run) = DrainRun::start(backend, shape, aged).await? else {
         return Ok(None);
     };
-    let store = Store::new(db.conn.clone());
-    let ageing = match aged {
-        0 => None,
-        _ => Some(age(&store, aged).await?),
-    };
-    let mut nodes = Nodes::start(&db.url, shape).await?;
-    let before = work::snapshot(&db.url).await?;
-    let pids = nodes.pids();
-    let mut marks = Vec::with_capacity(settings.rounds);
     for _ in 0..settings.rounds {
-        let trace = work::CpuTrace::start(pids.clone());
-        let enqueued = nodes.enqueue(settings.tasks).await?;
+        run.round(settings.tasks).await?;
+    }
+    let rates = run.finish(report, settings, scenario, None).await?;
+    Ok(Some(median(rates)))
+}
+
+/// Two drains of the same shape but for `turns`, on fresh databases, their rounds taken in
+/// turn, so that a machine's slower and faster minutes fall on both alike; returns the
+/// median of each pair of rounds' ratio, with turns over without, or `None` when the
+/// backend has no server. (Single drains of a second vary by more than the turns cost.)
+async fn drain_pair(
+    report: &mut Report,
+    backend: Backend,
+    settings: &Settings,
+    shape: Shape,
+    scenario: &'static str,
+) -> Result<Option<f64>, Error> {
+    let strict = Shape {
+        turns: false,
+        ..shape
+    };
+    let turns = Shape {
+        turns: true,
+        ..shape
+    };
+    let (Some(mut strict), Some(mut turns)) = (
+        DrainRun::start(backend, strict, 0).await?,
+        DrainRun::start(backend, turns, 0).await?,
+    ) else {
+        return Ok(None);
+    };
+    // Each goes first in every other round: a round leaves work behind (the database's
+    // writes to flush, its vacuum) that would otherwise always fall on the same one.
+    for round in 0..settings.rounds {
+        let (first, second) = match round % 2 {
+            0 => (&mut strict, &mut turns),
+            _ => (&mut turns, &mut strict),
+        };
+        first.round(settings.tasks).await?;
+        second.round(settings.tasks).await?;
+    }
+    let strict = strict.finish(report, settings, scenario, None).await?;
+    let turns = turns
+        .finish(report, settings, scenario, Some(&strict))
+        .await?;
+    Ok(Some(median(paired_ratios(&turns, &strict))))
+}
+
+/// Each round's rate over the `baseline`'s round of the same number.
+fn paired_ratios(rates: &[f64], baseline: &[f64]) -> Vec<f64> {
+    rates
+        .iter()
+        .zip(baseline)
+        .map(|(rate, base)| rate / base)
+        .collect()
+}
+
+/// The median of `values` (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// One drain's database and nodes, and the marks of its rounds so far.
+struct DrainRun {
+    backend: Backend,
+    shape: Shape,
+    aged: usize,
+    db: TestDatabase,
+    store: Store,
+    ageing: Option<Duration>,
+    nodes: Nodes,
+    before: Option<work::Snapshot>,
+    pids: Vec<u32>,
+    marks: Vec<round::Marks>,
+}
+
+impl DrainRun {
+    /// A fresh database (with `aged` finished tasks retained when non-zero) and the nodes
+    /// of `shape` on it; `None` when the backend has no server.
+    async fn start(backend: Backend, shape: Shape, aged: usize) -> Result<Option<Self>, Error> {
+        let Some(db) = TestDatabase::create::<QueueMigrator>(backend).await else {
+            return Ok(None);
+        };
+        let store = Store::new(db.conn.clone());
+        let ageing = match aged {
+            0 => None,
+            _ => Some(age(&store, aged).await?),
+        };
+        let nodes = Nodes::start(&db.url, shape).await?;
+        let before = work::snapshot(&db.url).await?;
+        let pids = nodes.pids();
+        Ok(Some(Self {
+            backend,
+            shape,
+            aged,
+            db,
+            store,
+            ageing,
+            nodes,
+            before,
+            pids,
+            marks: Vec::new(),
+        }))
+    }
+
+    /// Enqueues `tasks` no-op tasks and waits until they are drained.
+    async fn round(&mut self, tasks: usize) -> Result<(), Error> {
+        let trace = work::CpuTrace::start(self.pids.clone());
+        let enqueued = self.nodes.enqueue(tasks).await?;
         let cpu = trace.stop()?;
-        wait_until_drained(&store).await?;
-        marks.push(round::Marks {
+        wait_until_drained(&self.store).await?;
+        self.marks.push(round::Marks {
             enqueued,
             cpu,
             drained_at: unix_micros(),
-            cpu_drained: work::cpu(&pids),
+            cpu_drained: work::cpu(&self.pids),
         });
+        Ok(())
     }
-    let node_report = nodes.stop().await?;
-    let after = work::settled_snapshot(&db.url).await?;
-    let starts: Vec<i64> = node_report.starts.iter().map(|(_, at)| *at).collect();
-    let mut cpu = work::CpuTally::default();
-    let mut rounds = Vec::with_capacity(marks.len());
-    for round in &marks {
-        let timed = round.timed(&starts);
-        cpu.add(
-            round.cpu.first(),
-            round.cpu.at(timed.committed_at),
-            round.cpu_drained,
-        );
-        rounds.push(timed);
-    }
-    rounds.sort();
-    let median = rounds[rounds.len() / 2];
-    let tasks = settings.tasks as f64;
-    let rate = tasks / median.drain.as_secs_f64();
-    let mut figures = vec![
-        ("enqueue tasks/s", tasks / median.enqueue.as_secs_f64()),
-        ("drain tasks/s", rate),
-        ("drain s", median.drain.as_secs_f64()),
-        (
-            "slowest round tasks/s",
-            tasks / rounds[rounds.len() - 1].drain.as_secs_f64(),
-        ),
-        (
-            "fastest round tasks/s",
-            tasks / rounds[0].drain.as_secs_f64(),
-        ),
-        (
-            "started before the enqueue's reply",
-            median.started_early as f64,
-        ),
-    ];
-    if let Some(ageing) = ageing {
-        figures.push(("ageing the table s", ageing.as_secs_f64()));
-    }
-    if let (Some(before), Some(after)) = (before, after) {
-        figures.extend(work::per_task(
+
+    /// Stops the nodes and reports the rounds; returns each round's drain rate, in the
+    /// order they ran (the report gives the median round's). With a `baseline` (another
+    /// drain's rates, its rounds taken in turn with these), the report adds the rounds'
+    /// rates as shares of the baseline's.
+    async fn finish(
+        self,
+        report: &mut Report,
+        settings: &Settings,
+        scenario: &'static str,
+        baseline: Option<&[f64]>,
+    ) -> Result<Vec<f64>, Error> {
+        let Self {
+            backend,
+            shape,
+            aged,
+            db,
+            ageing,
+            nodes,
             before,
-            after,
-            settings.tasks * settings.rounds,
-        ));
+            marks,
+            ..
+        } = self;
+        let node_report = nodes.stop().await?;
+        let after = work::settled_snapshot(&db.url).await?;
+        let starts: Vec<i64> = node_report.starts.iter().map(|(_, at)| *at).collect();
+        let mut cpu = work::CpuTally::default();
+        let mut rounds = Vec::with_capacity(marks.len());
+        for round in &marks {
+            let timed = round.timed(&starts);
+            cpu.add(
+                round.cpu.first(),
+                round.cpu.at(timed.committed_at),
+                round.cpu_drained,
+            );
+            rounds.push(timed);
+        }
+        let tasks = settings.tasks as f64;
+        let rates: Vec<f64> = rounds
+            .iter()
+            .map(|round| tasks / round.drain.as_secs_f64())
+            .collect();
+        rounds.sort();
+        let middle = rounds[rounds.len() / 2];
+        let rate = tasks / middle.drain.as_secs_f64();
+        let mut figures = vec![
+            ("enqueue tasks/s", tasks / middle.enqueue.as_secs_f64()),
+            ("drain tasks/s", rate),
+            ("drain s", middle.drain.as_secs_f64()),
+            (
+                "slowest round tasks/s",
+                tasks / rounds[rounds.len() - 1].drain.as_secs_f64(),
+            ),
+            (
+                "fastest round tasks/s",
+                tasks / rounds[0].drain.as_secs_f64(),
+            ),
+            (
+                "started before the enqueue's reply",
+                middle.started_early as f64,
+            ),
+        ];
+        if let Some(ageing) = ageing {
+            figures.push(("ageing the table s", ageing.as_secs_f64()));
+        }
+        if let Some(baseline) = baseline {
+            let shares = paired_ratios(&rates, baseline);
+            let lowest = shares.iter().copied().fold(f64::INFINITY, f64::min);
+            let highest = shares.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            figures.extend([
+                ("% of baseline, median", 100.0 * median(shares)),
+                ("% of baseline, lowest", 100.0 * lowest),
+                ("% of baseline, highest", 100.0 * highest),
+            ]);
+        }
+        if let (Some(before), Some(after)) = (before, after) {
+            figures.extend(work::per_task(
+                before,
+                after,
+                settings.tasks * settings.rounds,
+            ));
+        }
+        figures.extend(cpu.figures(settings.tasks * settings.rounds));
+        report.add(Figure {
+            scenario,
+            backend: format!("{backend:?}").to_lowercase(),
+            setup: match aged {
+                0 => shape.describe(),
+                _ => format!("{}, {aged} retained", shape.describe()),
+            },
+            params: json!({
+                "tasks": settings.tasks,
+                "rounds": settings.rounds,
+                "processes": shape.processes,
+                "workers_per_process": shape.workers,
+                "prefetch": shape.prefetch,
+                "owners": shape.owners,
+                "owners_take_turns": shape.turns,
+                "retained_completed": aged,
+            }),
+            figures,
+            peak_rss_mib: node_report.peak_rss_mib,
+        });
+        Ok(rates)
     }
-    figures.extend(cpu.figures(settings.tasks * settings.rounds));
-    report.add(Figure {
-        scenario,
-        backend: format!("{backend:?}").to_lowercase(),
-        setup: match aged {
-            0 => shape.describe(),
-            _ => format!("{}, {aged} retained", shape.describe()),
-        },
-        params: json!({
-            "tasks": settings.tasks,
-            "rounds": settings.rounds,
-            "processes": shape.processes,
-            "workers_per_process": shape.workers,
-            "prefetch": shape.prefetch,
-            "owners": shape.owners,
-            "owners_take_turns": shape.turns,
-            "retained_completed": aged,
-        }),
-        figures,
-        peak_rss_mib: node_report.peak_rss_mib,
-    });
-    Ok(Some(rate))
 }
 
 /// The statements scenario on a fresh database: enqueues the drain's tasks from this
