@@ -16,8 +16,9 @@
 //!   per task (see `work`).
 //! - **owners**: the drain's tasks spread over ten owners in turn, drained with owners
 //!   taking turns (the default) and without (the baseline), each on its own database and
-//!   node, their rounds taken in turn (each going first every other round); the median of
-//!   the rounds' ratios, turns over strict order (see [`drain_pair`]).
+//!   node, their rounds taken in turn (each going first every other round), at least ten
+//!   pairs of them; the median of the pairs' ratios, turns over strict order (see
+//!   [`drain_pair`]).
 //! - **latency**: an idle node; this process enqueues 300 tasks one at a time, each in its
 //!   own committed transaction, 20 ms apart; the time from just before COMMIT to the
 //!   executor's first line, p50 / p95 / p99 / max. Its baseline, measured after the tasks
@@ -143,6 +144,10 @@ impl Shape {
 /// 20,000 tasks lasts a second or two, and single ones varied by ±15 % (the aged table's
 /// share of the fresh rate, a ratio of two of them, by 64–123 % in four runs of one binary).
 const DRAIN_ROUNDS: usize = 3;
+/// Pairs of rounds of the owners scenario, at least: one pair's ratio of half-second drains
+/// ranged from 52 to 125 %, and the median of ten pairs by about ±6 points from run to
+/// run, against a goal of 5 %.
+const PAIRED_ROUNDS: usize = 10;
 const LATENCY_TASKS: usize = 300;
 const LATENCY_GAP: Duration = Duration::from_millis(20);
 /// Tasks are enqueued this many per transaction when the benchmark enqueues them itself.
@@ -205,12 +210,11 @@ async fn main() -> Result<(), Error> {
                 ..single
             };
             let pair = drain_pair(&mut report, backend, &settings, owners, "owners").await?;
-            if let Some(ratio) = pair {
+            if let Some((ratio, pairs)) = pair {
                 println!(
                     "{name}: {OWNERS} owners taking turns drain at {:.0} % of the strict order's \
-                     rate (median of {} paired rounds)",
+                     rate (median of {pairs} paired rounds)",
                     ratio * 100.0,
-                    settings.rounds
                 );
             }
         }
@@ -335,16 +339,17 @@ async fn drain(
 }
 
 /// Two drains of the same shape but for `turns`, on fresh databases, their rounds taken in
-/// turn, so that a machine's slower and faster minutes fall on both alike; returns the
-/// median of each pair of rounds' ratio, with turns over without, or `None` when the
-/// backend has no server. (Single drains of a second vary by more than the turns cost.)
+/// turn (`settings.rounds` pairs, at least [`PAIRED_ROUNDS`]), so that a machine's slower
+/// and faster minutes fall on both alike; returns the median of each pair of rounds' ratio,
+/// with turns over without, and the number of pairs, or `None` when the backend has no
+/// server. (Single drains of a second vary by more than the turns cost.)
 async fn drain_pair(
     report: &mut Report,
     backend: Backend,
     settings: &Settings,
     shape: Shape,
     scenario: &'static str,
-) -> Result<Option<f64>, Error> {
+) -> Result<Option<(f64, usize)>, Error> {
     let strict = Shape {
         turns: false,
         ..shape
@@ -361,7 +366,8 @@ async fn drain_pair(
     };
     // Each goes first in every other round: a round leaves work behind (the database's
     // writes to flush, its vacuum) that would otherwise always fall on the same one.
-    for round in 0..settings.rounds {
+    let pairs = settings.rounds.max(PAIRED_ROUNDS);
+    for round in 0..pairs {
         let (first, second) = match round % 2 {
             0 => (&mut strict, &mut turns),
             _ => (&mut turns, &mut strict),
@@ -373,7 +379,7 @@ async fn drain_pair(
     let turns = turns
         .finish(report, settings, scenario, Some(&strict))
         .await?;
-    Ok(Some(median(paired_ratios(&turns, &strict))))
+    Ok(Some((median(paired_ratios(&turns, &strict)), pairs)))
 }
 
 /// Each round's rate over the `baseline`'s round of the same number.
@@ -486,6 +492,7 @@ impl DrainRun {
             rounds.push(timed);
         }
         let tasks = settings.tasks as f64;
+        let drained = settings.tasks * marks.len();
         let rates: Vec<f64> = rounds
             .iter()
             .map(|round| tasks / round.drain.as_secs_f64())
@@ -524,13 +531,9 @@ impl DrainRun {
             ]);
         }
         if let (Some(before), Some(after)) = (before, after) {
-            figures.extend(work::per_task(
-                before,
-                after,
-                settings.tasks * settings.rounds,
-            ));
+            figures.extend(work::per_task(before, after, drained));
         }
-        figures.extend(cpu.figures(settings.tasks * settings.rounds));
+        figures.extend(cpu.figures(drained));
         report.add(Figure {
             scenario,
             backend: format!("{backend:?}").to_lowercase(),
@@ -540,7 +543,7 @@ impl DrainRun {
             },
             params: json!({
                 "tasks": settings.tasks,
-                "rounds": settings.rounds,
+                "rounds": marks.len(),
                 "processes": shape.processes,
                 "workers_per_process": shape.workers,
                 "prefetch": shape.prefetch,
