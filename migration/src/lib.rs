@@ -86,6 +86,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_001000_no_watch_index_by_person::Migration),
             Box::new(m20261207_001100_early_alerts_by_person::Migration),
             Box::new(queue::schema::m20261207_001200_claims_by_quota::Migration),
+            Box::new(queue::schema::m20261208_001300_claims_past_taken_entries::Migration),
         ]
     }
 }

@@ -19,6 +19,24 @@ use super::m20261129_000170_owner_turns as turns;
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
+/// The owners of `due_owners` (`owner_id`, `priority`, `run_at` of its first due task) that a
+/// claim of `wanted` tasks reaches, as the quota's CTEs `held`, `ranked` and `filled`; a claim
+/// taking turns by quota goes on with `quota` (see [`quota_chosen`]).
+pub(super) const RANKED_AND_FILLED: &str =
+    "held AS (SELECT * FROM unnest(owners, running) AS held (owner_id, tasks)),
+               ranked AS (
+                 SELECT d.owner_id, d.tasks, row_number() OVER w AS rank,
+                     CAST(sum(d.tasks) OVER w AS BIGINT) AS below
+                 FROM (SELECT d.owner_id, d.run_at, COALESCE(h.tasks, 0) AS tasks
+                       FROM due_owners d LEFT JOIN held h ON h.owner_id = d.owner_id
+                       WHERE d.priority = (SELECT max(priority) FROM due_owners)) AS d
+                 WINDOW w AS (ORDER BY d.tasks, d.run_at, d.owner_id)),
+               filled AS (
+                 SELECT rank AS owners, (wanted + below) / rank AS level,
+                     (wanted + below) % rank AS extra
+                 FROM ranked WHERE rank * tasks - below < wanted
+                 ORDER BY rank DESC LIMIT 1),";
+
 /// The tasks the claim takes while more than one owner has queued tasks (locked, in no
 /// order: the node puts them in turn order, `store::claim::in_turn_order`).
 ///
@@ -36,7 +54,7 @@ pub struct Migration;
 /// An owner with fewer due tasks than its quota gives the claim fewer tasks than asked; an
 /// owner's quota may take its tasks of a lower priority after its highest (an owner's own
 /// order is priority, then age), which a strict claim of several owners could do as well.
-fn quota_chosen() -> String {
+pub(super) fn quota_chosen() -> String {
     format!(
         "{QUEUED_OWNERS}
                due_owners AS (
@@ -47,19 +65,7 @@ fn quota_chosen() -> String {
                        AND r.component NOT IN (SELECT component FROM queue_component_pause)
                      ORDER BY r.priority DESC, r.run_at LIMIT 1) AS first_due
                  WHERE o.owner_id IS NOT NULL),
-               held AS (SELECT * FROM unnest(owners, running) AS held (owner_id, tasks)),
-               ranked AS (
-                 SELECT d.owner_id, d.tasks, row_number() OVER w AS rank,
-                     CAST(sum(d.tasks) OVER w AS BIGINT) AS below
-                 FROM (SELECT d.owner_id, d.run_at, COALESCE(h.tasks, 0) AS tasks
-                       FROM due_owners d LEFT JOIN held h ON h.owner_id = d.owner_id
-                       WHERE d.priority = (SELECT max(priority) FROM due_owners)) AS d
-                 WINDOW w AS (ORDER BY d.tasks, d.run_at, d.owner_id)),
-               filled AS (
-                 SELECT rank AS owners, (wanted + below) / rank AS level,
-                     (wanted + below) % rank AS extra
-                 FROM ranked WHERE rank * tasks - below < wanted
-                 ORDER BY rank DESC LIMIT 1),
+               {RANKED_AND_FILLED}
                quota AS (
                  SELECT r.owner_id,
                      f.level - r.tasks + CASE WHEN r.rank <= f.extra THEN 1 ELSE 0 END AS tasks
@@ -72,7 +78,8 @@ fn quota_chosen() -> String {
                    LIMIT q.tasks) AS c
                JOIN queue_task t ON t.id = c.task_id
                FOR UPDATE OF t SKIP LOCKED",
-        QUEUED_OWNERS = turns::QUEUED_OWNERS
+        QUEUED_OWNERS = turns::QUEUED_OWNERS,
+        RANKED_AND_FILLED = RANKED_AND_FILLED
     )
 }
 

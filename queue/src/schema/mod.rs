@@ -25,6 +25,7 @@ pub mod m20261128_000160_derived_columns_kept_by_triggers;
 pub mod m20261129_000170_owner_turns;
 pub mod m20261129_000180_running_limits;
 pub mod m20261207_001200_claims_by_quota;
+pub mod m20261208_001300_claims_past_taken_entries;
 
 /// Every migration of the queue, in the order they apply.
 pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
@@ -46,6 +47,7 @@ pub fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         Box::new(m20261129_000170_owner_turns::Migration),
         Box::new(m20261129_000180_running_limits::Migration),
         Box::new(m20261207_001200_claims_by_quota::Migration),
+        Box::new(m20261208_001300_claims_past_taken_entries::Migration),
     ]
 }
 

@@ -18,6 +18,7 @@ use super::{PATIENCE, setup};
 queue::backend_tests!(queue::schema::QueueMigrator =>
     claims_take_turns_among_owners_within_a_priority,
     a_claim_raises_the_owners_with_fewest_tasks_on_the_node_first,
+    a_claim_starts_from_each_owners_first_due_task,
     a_waiting_owner_gets_a_turn_on_one_node,
     a_waiting_owner_gets_a_turn_on_three_nodes,
 );
@@ -82,6 +83,33 @@ async fn a_claim_raises_the_owners_with_fewest_tasks_on_the_node_first(db: TestD
         claim_ids(store, 4, true, &[(A, 2)]).await,
         vec![b_tasks[0], b_tasks[1], a_tasks[0], b_tasks[2]]
     );
+}
+
+/// A claim reads each owner's tasks from its first due one: past tasks for later and tasks
+/// of a paused component at its front, and on to its lower priorities when its first one
+/// does not fill its quota. A claim of four, two each: A's urgent task and its oldest
+/// routine one, and B's one due urgent task.
+async fn a_claim_starts_from_each_owners_first_due_task(db: TestDatabase) {
+    let bundle = setup(db).await;
+    let store = &bundle.store;
+    let later = store.clock().now() + chrono::Duration::hours(1);
+    bundle
+        .enqueue(task_of(A).with_priority(9).with_run_at(later))
+        .await;
+    let a_urgent = bundle.enqueue(task_of(A).with_priority(5)).await.id;
+    let mut a_routine = Vec::new();
+    for _ in 0..2 {
+        a_routine.push(bundle.enqueue(task_of(A)).await.id);
+    }
+    store.component_pause("test.paused", "test").await.unwrap();
+    let paused = NewTask::new("test.paused", json!({}), B).with_created_by("test");
+    bundle.enqueue(paused.with_priority(5)).await;
+    let b_urgent = bundle.enqueue(task_of(B).with_priority(5)).await.id;
+    let mut claimed = claim_ids(store, 4, true, &[]).await;
+    claimed.sort();
+    let mut expected = vec![a_urgent, b_urgent, a_routine[0]];
+    expected.sort();
+    assert_eq!(claimed, expected);
 }
 
 /// The ids of up to `max` tasks claimed for one node, in the order it starts them.
