@@ -19,7 +19,7 @@ use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::email::{Delivery, EmailContent, Mailer, SendStatus};
+use crate::email::{Delivery, EmailContent, Mailer, SendStatus, UntilRefused};
 use crate::store;
 
 /// The most people a notice names; the rest are counted ("and 1,200 more").
@@ -170,10 +170,19 @@ fn message(
     }
 }
 
-/// Sends one coach's notice, or says why it cannot be sent.
-pub async fn deliver(mailer: &Mailer, coach: &Coach, content: &EmailContent) -> Option<Delivery> {
+/// Sends one coach's notice, or says why it cannot be sent (no address on file; `None`), or
+/// why it was not tried (the relay refused an earlier send of the `run`).
+pub async fn deliver(
+    mailer: &Mailer,
+    coach: &Coach,
+    content: &EmailContent,
+    run: &UntilRefused,
+) -> Option<Delivery> {
     let address = coach.address.as_deref()?;
-    Some(mailer.send_to(&coach.name, address, content).await)
+    Some(
+        run.send(mailer.send_to(&coach.name, address, content))
+            .await,
+    )
 }
 
 /// Records what became of one coach's notice (`None`: no address on file).

@@ -17,7 +17,8 @@
 //! [`claim_deferred`] hands it out again, up to [`MAX_SEND_ATTEMPTS`] times; a permanent one
 //! (5xx, an unusable address) is `failed` at once. A relay that refuses this node itself (bad
 //! credentials, an untrusted certificate) leaves its recipients `deferred` and fails the task:
-//! no retry helps until an admin fixes the settings. Sending happens outside any transaction,
+//! no retry helps until an admin fixes the settings; no send of the batch starts after the
+//! first refusal ([`UntilRefused`]). Sending happens outside any transaction,
 //! so a slow relay never holds SQLite's write lock.
 
 pub mod log_retention;
@@ -26,6 +27,7 @@ mod relay_pool;
 pub mod send_rate;
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 use lettre::message::Mailbox;
@@ -197,6 +199,28 @@ impl Delivery {
     }
 }
 
+/// Ends a run of concurrent sends at the relay's first refusal: the sends not yet begun are
+/// not tried and carry the same refusal. A wrong password otherwise cost one failed AUTH per
+/// message of the run, and relays lock an account (or block an address) after a burst of
+/// them; now no more fail than were already on their way.
+#[derive(Debug, Clone, Default)]
+pub struct UntilRefused(Arc<OnceLock<String>>);
+
+impl UntilRefused {
+    /// Makes the send unless the relay has refused one of this run's; notes its refusal.
+    pub async fn send(&self, send: impl Future<Output = Delivery>) -> Delivery {
+        if let Some(detail) = self.0.get() {
+            return Delivery::RelayRefused(detail.clone());
+        }
+        let delivery = send.await;
+        if let Some(detail) = delivery.relay_refusal() {
+            // The first refusal is the one kept; a later one says the same.
+            let _ = self.0.set(detail.to_owned());
+        }
+        delivery
+    }
+}
+
 /// The recipients a batch claimed, and what happened to the rest of its people.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claim {
@@ -351,4 +375,31 @@ fn recipient(person: person::Model) -> Option<Recipient> {
         name: format!("{} {}", person.first_name, person.last_name),
         address: person.email?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_run_tries_nothing_after_the_relays_refusal() {
+        let run = UntilRefused::default();
+        let tried = std::sync::atomic::AtomicUsize::new(0);
+        let send = |delivery: Delivery| {
+            let tried = &tried;
+            async move {
+                tried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                delivery
+            }
+        };
+        assert_eq!(run.send(send(Delivery::Sent)).await, Delivery::Sent);
+        let refused = Delivery::RelayRefused("535 bad credentials".into());
+        assert_eq!(run.send(send(refused.clone())).await, refused);
+        // Not tried: the same refusal, whatever this send would have said.
+        assert_eq!(run.send(send(Delivery::Sent)).await, refused);
+        assert_eq!(tried.load(std::sync::atomic::Ordering::Relaxed), 2);
+        // Another run starts afresh.
+        let next = UntilRefused::default();
+        assert_eq!(next.send(send(Delivery::Sent)).await, Delivery::Sent);
+    }
 }

@@ -8,7 +8,7 @@ use queue::{TaskContext, TaskError};
 
 use super::walk::{Walk, task_error};
 use crate::coach_notices::{self, News, deliver, messages, record};
-use crate::email::Mailer;
+use crate::email::{Mailer, UntilRefused};
 
 /// Notices in flight at once.
 const SEND_CONCURRENCY: usize = 4;
@@ -47,10 +47,11 @@ pub(crate) async fn tell_coaches(
             .await
             .map_err(task_error)?;
         walk.commit(ctx, txn).await?;
+        let run = UntilRefused::default();
         let sends: Vec<_> = coaches
             .iter()
             .zip(&messages)
-            .map(|(coach, content)| deliver(mailer, coach, content))
+            .map(|(coach, content)| deliver(mailer, coach, content, &run))
             .collect();
         let deliveries: Vec<_> = stream::iter(sends)
             .buffered(SEND_CONCURRENCY)

@@ -5,8 +5,8 @@
 Makes a throwaway certificate for localhost and 127.0.0.1 (DIR/cert.pem, DIR/key.pem; trusted
 by nobody until a client is given cert.pem), listens on 127.0.0.1 on a free port and prints
 that port on its first line once it accepts connections. Every accepted message is appended to DIR/mailbox.jsonl as one JSON line (`to`, `user`,
-`data`). AUTH PLAIN and LOGIN are offered only over TLS; only U with the file's password
-passes. Runs until killed.
+`data`), and every refused AUTH as one line of DIR/refused.jsonl. AUTH PLAIN and LOGIN are
+offered only over TLS; only U with the file's password passes. Runs until killed.
 """
 
 import argparse
@@ -42,13 +42,16 @@ class Mailbox:
         return "250 2.0.0 OK"
 
 
-def authenticator(user, password):
+def authenticator(user, password, refused_path):
     def check(server, session, envelope, mechanism, auth_data):
         ok = (
             isinstance(auth_data, LoginPassword)
             and auth_data.login.decode() == user
             and auth_data.password.decode() == password
         )
+        if not ok:
+            with open(refused_path, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"mechanism": mechanism}) + "\n")
         return AuthResult(success=ok, handled=False, auth_data=auth_data if ok else None)
 
     return check
@@ -103,7 +106,9 @@ async def serve(args):
             auth_required=True,
             # With implicit TLS the whole connection is encrypted before SMTP starts.
             auth_require_tls=not implicit,
-            authenticator=authenticator(args.user, password),
+            authenticator=authenticator(
+                args.user, password, os.path.join(args.dir, "refused.jsonl")
+            ),
         )
 
     server = await asyncio.get_running_loop().create_server(

@@ -81,6 +81,12 @@ impl TlsRelay {
         }
     }
 
+    /// The AUTH attempts refused so far.
+    pub fn refused_logins(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("refused.jsonl"))
+            .map_or(0, |text| text.lines().count())
+    }
+
     /// The messages accepted so far.
     pub fn received(&self) -> Vec<Relayed> {
         match std::fs::read_to_string(self.dir.path().join("mailbox.jsonl")) {

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use caseload::actions::EMAIL_SENDS_IN_FLIGHT;
 use caseload::email::{SmtpCredentials, SmtpRelay, SmtpSecurity};
 use caseload::testing::{RelayTls, TlsRelay, insert_people};
 use migration::Migrator;
@@ -18,6 +19,7 @@ use crate::helpers::*;
 queue::backend_tests!(Migrator =>
     the_right_password_delivers_once_per_person,
     a_wrong_password_fails_the_task_with_the_reason,
+    a_wrong_password_is_tried_by_the_sends_on_their_way_only,
     an_untrusted_certificate_fails_the_task_with_the_reason,
     the_relays_rate_holds_across_nodes,
 );
@@ -36,15 +38,19 @@ fn settings(relay: &TlsRelay, password: &str, trust: bool) -> SmtpRelay {
     }
 }
 
-/// Emails three new people through `relay` and returns the finished task's status and
+/// Emails `count` new people through `relay` and returns the finished task's status and
 /// stored reason.
-async fn email_through(db: &TestDatabase, relay: SmtpRelay) -> (TaskStatus, Option<String>) {
+async fn email_through(
+    db: &TestDatabase,
+    relay: SmtpRelay,
+    count: usize,
+) -> (TaskStatus, Option<String>) {
     let options = BulkOptions {
         relay: Some(relay),
         ..BulkOptions::default()
     };
     let bulk = Bulk::start_with(db, options).await;
-    let people = insert_people(&db.conn, "relay", 3, None).await;
+    let people = insert_people(&db.conn, "relay", count, None).await;
     let cookie = sign_in(&bulk.app).await;
     let body = json!({"ids": ids_json(&people), "subject": "Hello", "body": "Book a slot."});
     let reference = bulk.submit("/api/1/caseload/emails", body, &cookie).await;
@@ -57,7 +63,7 @@ async fn email_through(db: &TestDatabase, relay: SmtpRelay) -> (TaskStatus, Opti
 
 async fn the_right_password_delivers_once_per_person(db: TestDatabase) {
     let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
-    let (status, reason) = email_through(&db, settings(&relay, "correct horse", true)).await;
+    let (status, reason) = email_through(&db, settings(&relay, "correct horse", true), 3).await;
     assert_eq!(status, TaskStatus::Completed, "{reason:?}");
     let received = relay.received();
     assert_eq!(received.len(), 3, "one message per person");
@@ -77,7 +83,7 @@ async fn fails_with(
     trust: bool,
     reason: &str,
 ) {
-    let (status, stored) = email_through(db, settings(relay, password, trust)).await;
+    let (status, stored) = email_through(db, settings(relay, password, trust), 3).await;
     assert_eq!(status, TaskStatus::Failure, "{stored:?}");
     let stored = stored.unwrap();
     assert!(stored.contains(reason), "{stored}");
@@ -94,6 +100,21 @@ async fn a_wrong_password_fails_the_task_with_the_reason(db: TestDatabase) {
         "refused our credentials",
     )
     .await;
+}
+
+/// Forty people in one batch and a wrong password: the relay sees no more refused logins than
+/// sends were on their way when the first came back refused, not one per person (a burst
+/// that makes relays lock the account).
+async fn a_wrong_password_is_tried_by_the_sends_on_their_way_only(db: TestDatabase) {
+    let relay = TlsRelay::start(RelayTls::StartTls, "advising", "correct horse");
+    let (status, stored) = email_through(&db, settings(&relay, "battery staple", true), 40).await;
+    assert_eq!(status, TaskStatus::Failure, "{stored:?}");
+    let refused = relay.refused_logins();
+    assert!(
+        (1..=EMAIL_SENDS_IN_FLIGHT).contains(&refused),
+        "{refused} refused logins"
+    );
+    assert!(relay.received().is_empty());
 }
 
 async fn an_untrusted_certificate_fails_the_task_with_the_reason(db: TestDatabase) {

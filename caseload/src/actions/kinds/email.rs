@@ -30,8 +30,8 @@ use crate::actions::summary::StatusNames;
 use crate::actions::target::Target;
 use crate::actions::walk::{BatchAction, Progress, Reach, Step, Walk, read_spec, task_error};
 use crate::email::{
-    Claim, Delivery, EmailContent, Mailer, Recipient, claim_deferred, claim_recipients,
-    deferred_count, fail_interrupted, record_outcomes,
+    Claim, Delivery, EmailContent, Mailer, Recipient, UntilRefused, claim_deferred,
+    claim_recipients, deferred_count, fail_interrupted, record_outcomes,
 };
 use crate::outcomes;
 use crate::users::StaffUser;
@@ -181,9 +181,10 @@ impl EmailExecutor {
         let (mailer, content) = (self.mailer.clone(), content.clone());
         let token = ctx.cancellation().clone();
         Sends(tokio::spawn(async move {
+            let run = UntilRefused::default();
             let sends: Vec<_> = recipients
                 .iter()
-                .map(|recipient| deliver(&mailer, recipient, &content, &token))
+                .map(|recipient| deliver(&mailer, recipient, &content, &token, &run))
                 .collect();
             stream::iter(sends)
                 .buffer_unordered(EMAIL_SENDS_IN_FLIGHT)
@@ -333,18 +334,19 @@ impl BatchAction<()> for EmailBatches<'_> {
 /// Why a claimed recipient was not sent to: the task was told to stop first.
 const NOT_SENT: &str = "not sent yet: the task was stopped";
 
-/// Sends one message, unless the task has been told to stop: then it is not sent (and so
-/// safe to send later).
+/// Sends one message, unless the task has been told to stop (then it is not sent, and so
+/// safe to send later) or the relay refused an earlier send of the batch.
 async fn deliver(
     mailer: &Mailer,
     recipient: &Recipient,
     content: &EmailContent,
     token: &CancellationToken,
+    run: &UntilRefused,
 ) -> (Uuid, Delivery) {
     let delivery = if token.is_cancelled() {
         Delivery::Transient(NOT_SENT.into())
     } else {
-        mailer.send(recipient, content).await
+        run.send(mailer.send(recipient, content)).await
     };
     (recipient.person_id, delivery)
 }
