@@ -5,8 +5,8 @@
 //! them from the heap to learn they are gone. In a drain those are the last claims' entries,
 //! at the front of each owner's range of the owner index. `m20261207_001200_claims_by_quota`
 //! walked them three times per owner (finding the owner, its first due task, its quota's
-//! tasks) where the strict order's claim walks them once, and that was its whole extra cost
-//! under load (ADR 0085). Now the walk that finds an owner also returns its first entry; that
+//! tasks) where the strict order's claim walks them once (ADR 0085, amended, measures what
+//! that and the rest cost). Now the walk that finds an owner also returns its first entry; that
 //! entry is its first due task unless it is for later or of a paused component (then one
 //! probe finds it, as before); and the quota's tasks are read from that task on, at its
 //! priority, so that scan starts past the taken entries.
