@@ -55,19 +55,18 @@ fn past_taken_chosen() -> String {
                      COALESCE(later.priority, o.priority) AS priority,
                      COALESCE(later.run_at, o.run_at) AS run_at,
                      COALESCE(later.task_key, o.task_key) AS task_key
-                 FROM queued_owners o LEFT JOIN LATERAL (
+                 FROM (SELECT q.*, q.run_at <= due AND q.component NOT IN
+                                 (SELECT component FROM queue_component_pause) AS first_is_due
+                       FROM queued_owners q WHERE q.owner_id IS NOT NULL) AS o
+                 LEFT JOIN LATERAL (
                      SELECT r.priority, r.run_at, uuid_send(r.task_id) AS task_key
                      FROM queue_ready r
-                     WHERE NOT (o.run_at <= due AND o.component NOT IN
-                                   (SELECT component FROM queue_component_pause))
+                     WHERE NOT o.first_is_due
                        AND r.owner_id = o.owner_id AND r.run_at <= due
                        AND r.component NOT IN (SELECT component FROM queue_component_pause)
                      ORDER BY r.priority DESC, r.run_at, uuid_send(r.task_id) LIMIT 1) AS later
                    ON true
-                 WHERE o.owner_id IS NOT NULL
-                   AND ((o.run_at <= due AND o.component NOT IN
-                            (SELECT component FROM queue_component_pause))
-                        OR later.task_key IS NOT NULL)),
+                 WHERE o.first_is_due OR later.task_key IS NOT NULL),
                {RANKED_AND_FILLED}
                quota AS (
                  SELECT r.owner_id, d.priority, d.run_at, d.task_key,
