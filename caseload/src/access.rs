@@ -20,6 +20,7 @@ use crate::CaseloadError;
 use crate::MAX_BATCH;
 use crate::store;
 use crate::store::entity::person;
+use crate::store::people::PersonNow;
 use crate::users::Role;
 
 /// The staff user an operation acts as.
@@ -135,12 +136,35 @@ pub(crate) async fn lock_and_sort<C: ConnectionTrait>(
     actor: &Actor,
     ids: &[Uuid],
 ) -> Result<(Targets, HashMap<Uuid, Option<Uuid>>), CaseloadError> {
-    let coaches: HashMap<Uuid, Option<Uuid>> = store::people::lock(db, ids)
-        .await?
+    let locked = store::people::lock(db, ids).await?;
+    Ok(sort_with_coaches(actor, ids, locked))
+}
+
+/// [`lock_and_sort`] for the people a saved query's walk has just `read` in the batch's
+/// transaction (see [`store::people::lock_read`]).
+pub(crate) async fn lock_read_and_sort<C: ConnectionTrait>(
+    db: &C,
+    actor: &Actor,
+    read: Vec<PersonNow>,
+) -> Result<(Targets, HashMap<Uuid, Option<Uuid>>), CaseloadError> {
+    let ids: Vec<Uuid> = read.iter().map(|(id, _, _)| *id).collect();
+    check_batch_size(&ids)?;
+    let locked = store::people::lock_read(db, read).await?;
+    Ok(sort_with_coaches(actor, &ids, locked))
+}
+
+/// `ids` sorted by what `actor` may do to them, given the people found, with each one's
+/// coach.
+fn sort_with_coaches(
+    actor: &Actor,
+    ids: &[Uuid],
+    found: Vec<PersonNow>,
+) -> (Targets, HashMap<Uuid, Option<Uuid>>) {
+    let coaches: HashMap<Uuid, Option<Uuid>> = found
         .into_iter()
         .map(|(id, coach, _)| (id, coach))
         .collect();
-    Ok((sort_targets(actor, ids, &coaches), coaches))
+    (sort_targets(actor, ids, &coaches), coaches)
 }
 
 /// Sorts `ids` given the coach of each existing person among them.

@@ -6,14 +6,19 @@
 //! it returns are moved. A batch run again after a crash therefore finds its own rows and
 //! moves nobody twice, even if someone has moved those people since.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::CaseloadError;
-use crate::access::{Actor, BatchReport, check_batch_size, lock_and_sort};
+use crate::access::{
+    Actor, BatchReport, Targets, check_batch_size, lock_and_sort, lock_read_and_sort,
+};
 use crate::store;
+use crate::store::people::PersonNow;
 
 /// The coach people are moved to, as a task stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,6 +76,35 @@ pub async fn reassign<C: ConnectionTrait>(
     check_batch_size(person_ids)?;
     require_enabled(db, to_coach).await?;
     let (targets, coaches) = lock_and_sort(db, actor, person_ids).await?;
+    move_sorted(db, task_id, actor, to_coach, targets, &coaches, now).await
+}
+
+/// [`reassign`] for the people a saved query's walk has just `read` in the batch's
+/// transaction, each with their coach and status, all within the actor's scope: not read
+/// again where what was read is current (see [`store::people::lock_read`]).
+pub(crate) async fn reassign_read<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    to_coach: Uuid,
+    read: Vec<PersonNow>,
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
+    require_enabled(db, to_coach).await?;
+    let (targets, coaches) = lock_read_and_sort(db, actor, read).await?;
+    move_sorted(db, task_id, actor, to_coach, targets, &coaches, now).await
+}
+
+/// Moves the allowed `targets` that `coaches` does not already give `to_coach`.
+async fn move_sorted<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    to_coach: Uuid,
+    targets: Targets,
+    coaches: &HashMap<Uuid, Option<Uuid>>,
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
     let to_move: Vec<(Uuid, Option<Uuid>)> = targets
         .allowed
         .iter()

@@ -16,6 +16,7 @@ use crate::CaseloadError;
 use crate::access::{Actor, BatchReport, check_batch_size, sort_targets};
 use crate::statuses::require_status;
 use crate::store;
+use crate::store::people::PersonNow;
 use bulkq_types::filter::MAX_STATUS_CODE_LEN;
 use bulkq_types::text::{Lines, control_character_problem};
 
@@ -80,6 +81,37 @@ pub async fn change_status<C: ConnectionTrait>(
     check_batch_size(person_ids)?;
     change.validate(db).await?;
     let current = store::people::lock(db, person_ids).await?;
+    apply(db, task_id, actor, change, person_ids, &current, now).await
+}
+
+/// [`change_status`] for the people a saved query's walk has just `read` in the batch's
+/// transaction, each with their coach and status, all within the actor's scope: not read
+/// again where what was read is current (see [`store::people::lock_read`]).
+pub(crate) async fn change_status_of_read<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    change: &StatusChange,
+    read: Vec<PersonNow>,
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
+    let person_ids: Vec<Uuid> = read.iter().map(|(id, _, _)| *id).collect();
+    check_batch_size(&person_ids)?;
+    change.validate(db).await?;
+    let current = store::people::lock_read(db, read).await?;
+    apply(db, task_id, actor, change, &person_ids, &current, now).await
+}
+
+/// Applies `change` to `person_ids` as `current` finds them (locked where that matters).
+async fn apply<C: ConnectionTrait>(
+    db: &C,
+    task_id: Uuid,
+    actor: &Actor,
+    change: &StatusChange,
+    person_ids: &[Uuid],
+    current: &[PersonNow],
+    now: DateTime<Utc>,
+) -> Result<BatchReport, CaseloadError> {
     let coaches: HashMap<Uuid, Option<Uuid>> =
         current.iter().map(|(id, coach, _)| (*id, *coach)).collect();
     let targets = sort_targets(actor, person_ids, &coaches);

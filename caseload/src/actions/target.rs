@@ -10,6 +10,7 @@ use crate::CaseloadError;
 use crate::access::Targets;
 use crate::search::{CandidatesAhead, count_people_within, people_after_reading_ahead};
 use crate::store::entity::person;
+use crate::store::people::PersonNow;
 
 /// The most ids one request may name; larger selections are sent as a query.
 pub const MAX_TARGET_IDS: usize = 10_000;
@@ -113,6 +114,16 @@ pub(crate) struct TargetBatch {
 }
 
 impl TargetBatch {
+    /// A query's batch as each person's id, coach and status, as the walk read them in the
+    /// batch's transaction. `None` for a list.
+    pub fn read_people(&self) -> Option<Vec<PersonNow>> {
+        self.rows.as_ref().map(|rows| {
+            rows.iter()
+                .map(|row| (row.id, row.coach_id, row.program_status.clone()))
+                .collect()
+        })
+    }
+
     /// A query's batch as targets, all allowed: the walk has just read each of its people
     /// within reach, in the batch's transaction. `None` for a list, whose ids are yet to be
     /// sorted.

@@ -236,6 +236,10 @@ async fn status_change_applies_within_scope_and_reports_the_rest(db: TestDatabas
         task["summary"],
         "Change status of 2 people in Active to Graduated"
     );
+    // Each change records the status its person had when the walk read them.
+    let from_active = "SELECT COUNT(*) FROM program_status_change \
+         WHERE to_status = 'GRADUATED' AND from_status = 'ACTIVE'";
+    assert_eq!(count(&db, from_active).await, 2);
     // Only the colleague's two people are still ACTIVE.
     let active = "SELECT COUNT(*) FROM person WHERE program_status = 'ACTIVE'";
     assert_eq!(count(&db, active).await, 2);

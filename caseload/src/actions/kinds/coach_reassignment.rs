@@ -20,7 +20,7 @@ use crate::actions::target::Target;
 use crate::actions::tell_coaches::tell_coaches;
 use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
 use crate::coach_notices::News;
-use crate::coach_reassignment::{NewCoach, coach_name, find_new_coach, reassign};
+use crate::coach_reassignment::{NewCoach, coach_name, find_new_coach, reassign, reassign_read};
 use crate::email::Mailer;
 use crate::users::StaffUser;
 
@@ -128,8 +128,11 @@ impl TaskExecutor for CoachReassignmentExecutor {
         let to_coach = spec.to_coach.id;
         let action = DatabaseChange::new(ActionKind::CoachReassignment, |step| {
             Box::pin(async move {
-                let ids = &step.batch.ids;
-                reassign(&*step.txn, task_id, &step.actor, to_coach, ids, Utc::now()).await
+                let (txn, actor, now) = (&*step.txn, &step.actor, Utc::now());
+                match step.batch.read_people() {
+                    Some(read) => reassign_read(txn, task_id, actor, to_coach, read, now).await,
+                    None => reassign(txn, task_id, actor, to_coach, &step.batch.ids, now).await,
+                }
             })
         });
         walk.run(ctx, &action).await?;

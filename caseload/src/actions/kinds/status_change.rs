@@ -16,7 +16,7 @@ use crate::actions::spec::{RequestChecks, SubmitError, everyone};
 use crate::actions::summary::StatusNames;
 use crate::actions::target::Target;
 use crate::actions::walk::{DatabaseChange, Reach, Walk, read_spec};
-use crate::status_change::{self, change_status};
+use crate::status_change::{self, change_status, change_status_of_read};
 use crate::statuses::require_status;
 use crate::users::StaffUser;
 
@@ -102,8 +102,13 @@ impl TaskExecutor for StatusChangeExecutor {
             // The future may borrow only its step, so it takes its own copy of the change.
             let change = spec.change.clone();
             Box::pin(async move {
-                let ids = &step.batch.ids;
-                change_status(&*step.txn, task_id, &step.actor, &change, ids, Utc::now()).await
+                let (txn, actor, now) = (&*step.txn, &step.actor, Utc::now());
+                match step.batch.read_people() {
+                    Some(read) => {
+                        change_status_of_read(txn, task_id, actor, &change, read, now).await
+                    }
+                    None => change_status(txn, task_id, actor, &change, &step.batch.ids, now).await,
+                }
             })
         });
         walk.run(ctx, &action).await
