@@ -7,7 +7,8 @@
 //! - [`users`]: staff users, roles, password checks (argon2), accounts and API tokens.
 //! - [`people_sync`]: people brought in from the school's records and kept in step;
 //!   [`people_import`]: the same from an uploaded CSV file, by a queue task.
-//! - [`search`]: the caseload search (filters, sort, server-side paging).
+//! - [`search`]: the caseload search (filters, sort, server-side paging); [`name_ranges`]:
+//!   SQLite's counted name ranges, which find its deep pages of one status, kept small.
 //! - [`seed`]: the deterministic demo/benchmark data generator.
 //! - [`statuses`]: program statuses.
 //! - [`access`]: the run_as rule (who may act on whom).
@@ -32,6 +33,7 @@ pub mod early_alerts;
 pub mod email;
 pub mod error;
 pub mod export;
+pub mod name_ranges;
 pub mod outcomes;
 pub mod people_import;
 pub mod people_sync;

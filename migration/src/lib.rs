@@ -27,6 +27,7 @@ mod m20261129_000800_send_rate;
 mod m20261129_000900_task_outcomes;
 mod m20261129_001000_no_watch_index_by_person;
 mod m20261207_001100_early_alerts_by_person;
+mod m20261209_001400_status_name_ranges;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -39,6 +40,14 @@ pub(crate) async fn execute_all(
         db.execute_unprepared(&sql).await?;
     }
     Ok(())
+}
+
+/// `DROP TRIGGER` for each of `triggers`.
+pub(crate) fn drop_triggers(triggers: &[&str]) -> Vec<String> {
+    triggers
+        .iter()
+        .map(|trigger| format!("DROP TRIGGER {trigger}"))
+        .collect()
 }
 
 /// Every migration of the product, in the order they apply.
@@ -87,6 +96,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_001100_early_alerts_by_person::Migration),
             Box::new(queue::schema::m20261207_001200_claims_by_quota::Migration),
             Box::new(queue::schema::m20261208_001300_claims_past_taken_entries::Migration),
+            Box::new(m20261209_001400_status_name_ranges::Migration),
         ]
     }
 }

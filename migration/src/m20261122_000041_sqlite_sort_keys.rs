@@ -77,10 +77,7 @@ impl MigrationTrait for Migration {
         if manager.get_database_backend() != DatabaseBackend::Sqlite {
             return Ok(());
         }
-        let mut statements: Vec<String> = TRIGGERS
-            .iter()
-            .map(|trigger| format!("DROP TRIGGER {trigger}"))
-            .collect();
+        let mut statements = crate::drop_triggers(&TRIGGERS);
         statements.push("DROP TABLE person_sort_key".to_owned());
         statements.extend(rebuild_contains(&CONTAINS_AFTER));
         crate::execute_all(manager, statements).await

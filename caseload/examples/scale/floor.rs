@@ -1,8 +1,9 @@
-//! The plain-SQL floor of a bulk action: the same effect on today's schema, written as a
-//! person would write it by hand (batches of the engine's size by id, the same history row
-//! per changed person, one commit per batch, the same durability), timed after the engine
-//! (a change's on a copy of the database made just before the engine started), so the ratio
-//! says what the engine itself costs beyond the schema's own price.
+//! The plain-SQL floor of a bulk action: the same effect on the schema the floors were first
+//! measured on ([`layout_before_name_ranges`]), written as a person would write it by hand
+//! (batches of the engine's size by id, the same history row per changed person, one commit
+//! per batch, the same durability), timed after the engine (a change's on a copy of the
+//! database made just before the engine started), so the ratio says what the engine itself
+//! costs beyond that schema's own price.
 
 use std::time::Instant;
 
@@ -100,6 +101,26 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, Error> {
         db.execute_unprepared("PRAGMA cache_size = -16384").await?;
     }
     Ok(db)
+}
+
+/// Gives a SQLite copy the layout the floors were first measured on: the status's
+/// name-ordered index back, and no counted name ranges kept by triggers (migration
+/// `m20261209_001400` undone where it matters to a write; ADR 0087). Untimed.
+pub async fn layout_before_name_ranges(db: &DatabaseConnection) -> Result<(), Error> {
+    if db.get_database_backend() != DbBackend::Sqlite {
+        return Ok(());
+    }
+    for trigger in ["insert", "delete", "update"] {
+        db.execute_unprepared(&format!("DROP TRIGGER person_status_range_{trigger}"))
+            .await?;
+    }
+    db.execute_unprepared(
+        "CREATE INDEX idx_person_status_name ON person (program_status, last_name, first_name, id)",
+    )
+    .await?;
+    db.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)")
+        .await?;
+    Ok(())
 }
 
 /// What a floor did and how long it took.

@@ -83,6 +83,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let seconds = started.elapsed().as_secs_f64();
         println!("seed: {added} people in {seconds:.1} s");
         figures(&db, "seed", people, json!({ "seconds": seconds }));
+        cut_name_ranges(&db).await?;
         analyze(&db).await?;
     }
     if wants("search") {
@@ -239,6 +240,24 @@ async fn coaches(db: &DatabaseConnection) -> Result<Vec<Uuid>, Box<dyn std::erro
         ids.push(user.id);
     }
     Ok(ids)
+}
+
+/// Cuts SQLite's name ranges as a node's job would within its first minute (ADR 0087), so
+/// the searches find deep pages of a status as a running node does.
+async fn cut_name_ranges(db: &DatabaseConnection) -> Result<(), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let cuts = caseload::name_ranges::cut_grown_ranges(
+        &Store::new(db.clone()),
+        caseload::name_ranges::RANGE_PEOPLE,
+    )
+    .await?;
+    if cuts > 0 {
+        println!(
+            "name ranges: {cuts} cuts in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// Refreshes planner statistics, as autovacuum (PostgreSQL) or `PRAGMA optimize` would.
@@ -757,6 +776,7 @@ async fn open_copy(
     copy: &floor::DatabaseCopy,
 ) -> Result<(DatabaseConnection, Uuid), Box<dyn std::error::Error>> {
     let copy_db = floor::connect(&copy.url).await?;
+    floor::layout_before_name_ranges(&copy_db).await?;
     let actor = admin(&copy_db).await?.id;
     Ok((copy_db, actor))
 }

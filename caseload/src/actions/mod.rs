@@ -80,7 +80,8 @@ pub struct ActionsConfig {
 
 /// Registers every bulk action's executor, the people import and the cleanup jobs of export
 /// files, import uploads, the email send log, the audit trail and pruned tasks' outcomes,
-/// the admins' alerts and their webhook, creating the exports directory.
+/// the admins' alerts and their webhook, and the job keeping SQLite's name ranges small,
+/// creating the exports directory.
 pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), CaseloadError> {
     std::fs::create_dir_all(&config.exports_dir)?;
     let batch_size = config.batch_size.max(1);
@@ -105,6 +106,7 @@ pub fn register(registry: &mut Registry, config: ActionsConfig) -> Result<(), Ca
         ))
         .register_periodic(crate::audit::audit_retention_job(config.audit_retention))
         .register_periodic(crate::outcomes::outcome_cleanup_job())
+        .register_periodic(crate::name_ranges::name_range_job())
         .register(
             PEOPLE_IMPORT,
             PeopleImportExecutor {

@@ -85,7 +85,7 @@ pub async fn search_people<C: ConnectionTrait>(
         Some(found) => found,
         None => {
             let counted = store::search::count_matches(db, backend, filter).await?;
-            let plan = choose_plan(filter, counted);
+            let plan = choose_plan(filter, counted, backend);
             let ids = store::search::page_ids(db, backend, filter, plan, page).await?;
             (counted, ids)
         }

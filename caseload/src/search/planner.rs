@@ -3,6 +3,7 @@
 //! a plan are built in `store::search`.
 
 use bulkq_types::filter::PersonFilter;
+use sea_orm::DbBackend;
 
 /// Up to this many matches, a text-filtered page is sorted after filtering (see
 /// [`search_people`](super::search_people)); beyond it the name index is walked.
@@ -23,10 +24,14 @@ pub(crate) enum Plan {
     /// Walk the index of the ORDER BY (names, or the primary key) and test each row: on
     /// SQLite no filter term may offer an index.
     WalkSortIndex,
-    /// Walk the filter's own index, which lists its people in name order (status and coach
-    /// only, migration `m20261121_000022`): a deep page skips index entries of matches
-    /// only, where walking the name index would test every row before it.
+    /// Walk the filter's own index, which lists its people in name order (coach, and status
+    /// on PostgreSQL, migration `m20261121_000022`): a deep page skips index entries of
+    /// matches only, where walking the name index would test every row before it.
     WalkFilterIndex,
+    /// SQLite, a status alone: walk the name index from the counted name range where the
+    /// page starts (migration `m20261209_001400`), which took the place of the status's
+    /// name-ordered index there (ADR 0087).
+    WalkNameRanges,
 }
 
 /// The shape of a filter as the planner sees it: which indexes can answer it.
@@ -38,8 +43,10 @@ pub(crate) trait FilterShape {
     /// without it, if a name is given: a name search starts from that word's indexes.
     fn split_name_word(&self) -> Option<(String, PersonFilter)>;
     /// Whether the filter is a program status and/or a coach and nothing else: those have
-    /// indexes in name order.
+    /// indexes in name order, or SQLite's name ranges for a status.
     fn only_status_or_coach(&self) -> bool;
+    /// The program status when it is the only criterion.
+    fn only_status(&self) -> Option<&str>;
     /// Whether a text criterion (name, email, contains), the watch list or open alerts
     /// narrow the search: filters whose matches need not be spread evenly through the
     /// alphabet.
@@ -70,6 +77,16 @@ impl FilterShape for PersonFilter {
         !self.has_text() && (self.program_status.is_some() || self.coach_id.is_some())
     }
 
+    fn only_status(&self) -> Option<&str> {
+        let alone = PersonFilter {
+            program_status: self.program_status.clone(),
+            ..PersonFilter::default()
+        };
+        (*self == alone)
+            .then_some(self.program_status.as_deref())
+            .flatten()
+    }
+
     fn has_text(&self) -> bool {
         self.name.is_some()
             || self.email.is_some()
@@ -86,11 +103,13 @@ impl FilterShape for PersonFilter {
 /// ("O'Brien"), which no planner can know; and a handful of matches are found fastest
 /// through their own index whatever they are. Then the matches' sort keys are collected and
 /// sorted.
-pub(crate) fn choose_plan(filter: &PersonFilter, counted: u64) -> Plan {
+pub(crate) fn choose_plan(filter: &PersonFilter, counted: u64, backend: DbBackend) -> Plan {
     let sort_after_filter =
         counted <= SORT_ALWAYS_MAX || (filter.has_text() && counted <= SORT_AFTER_FILTER_MAX);
     if sort_after_filter {
         Plan::UseFilterIndexes
+    } else if backend == DbBackend::Sqlite && filter.only_status().is_some() {
+        Plan::WalkNameRanges
     } else if filter.only_status_or_coach() {
         Plan::WalkFilterIndex
     } else {

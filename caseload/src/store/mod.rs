@@ -21,6 +21,7 @@
 //! - `task_notices`: who has been told of a task's end.
 //! - `uploads`: the files uploaded for people imports, stored in chunks.
 //! - `imports`: what an import records as it runs (school ids claimed, problems).
+//! - `name_ranges`: SQLite's counted name ranges, which find a deep page of one status.
 //! - `search`: the caseload search's counts, pages and walk steps, and the SQL they build.
 //! - `users`: staff users.
 //! - `tokens`: personal API tokens.
@@ -38,6 +39,7 @@ pub(crate) mod coach_notices;
 pub(crate) mod email_log;
 pub mod entity;
 pub(crate) mod imports;
+pub(crate) mod name_ranges;
 mod once_per_task;
 pub(crate) mod outcomes;
 pub(crate) mod people;

@@ -4,6 +4,7 @@ mod email;
 mod export;
 mod helpers;
 mod mail_relay;
+mod name_ranges;
 mod search;
 mod seed;
 mod status_change;

@@ -22,7 +22,6 @@ queue::backend_tests!(Migrator =>
     email_contains_and_watch_filters,
     keyset_walk_within_scope,
     candidates_read_ahead_are_tested_when_walked,
-    deep_pages_of_a_large_status_follow_name_order,
 );
 
 /// Inserts people with the given (first name, last name, status).
@@ -482,51 +481,4 @@ async fn walk(db: &TestDatabase, filter: &PersonFilter, actor: &Actor, limit: u6
         seen.extend(step.people.iter().map(|p| p.id));
     }
     seen
-}
-
-/// Over 2,000 people in one status: the page is read from the status's name-ordered index
-/// (`idx_person_status_name`); every page must still be the name order of all of them.
-async fn deep_pages_of_a_large_status_follow_name_order(db: TestDatabase) {
-    let graduated = caseload::testing::insert_people(&db.conn, "Deep", 2_600, None).await;
-    caseload::testing::insert_people(&db.conn, "Other", 300, None).await;
-    person::Entity::update_many()
-        .col_expr(person::Column::ProgramStatus, Expr::value("GRADUATED"))
-        .filter(person::Column::Id.is_in(graduated.iter().copied()))
-        .exec(&db.conn)
-        .await
-        .unwrap();
-    let mut expected: Vec<(String, String, Uuid)> = person::Entity::find()
-        .filter(person::Column::ProgramStatus.eq("GRADUATED"))
-        .all(&db.conn)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.last_name, p.first_name, p.id))
-        .collect();
-    expected.sort();
-    let filter = PersonFilter {
-        program_status: Some("GRADUATED".into()),
-        ..PersonFilter::default()
-    };
-    for page in [0, 1, 37, 51, 52] {
-        let got = search_people(
-            &db.conn,
-            &filter,
-            PageRequest {
-                page,
-                page_size: 50,
-            },
-        )
-        .await
-        .unwrap();
-        assert_eq!(got.total, 2_600);
-        let want: Vec<Uuid> = expected
-            .iter()
-            .skip(page as usize * 50)
-            .take(50)
-            .map(|(_, _, id)| *id)
-            .collect();
-        let ids: Vec<Uuid> = got.people.iter().map(|p| p.id).collect();
-        assert_eq!(ids, want, "page {page}");
-    }
 }

@@ -117,6 +117,10 @@ pub(crate) async fn page_ids<C: ConnectionTrait>(
     plan: Plan,
     page: PageRequest,
 ) -> Result<Vec<Uuid>, CaseloadError> {
+    if let (Plan::WalkNameRanges, Some(status)) = (plan, filter.only_status()) {
+        let offset = page.page.saturating_mul(page.page_size);
+        return super::name_ranges::status_page(db, status, offset, page.page_size).await;
+    }
     let keys = match_keys(backend, filter, plan)?;
     let rows = db.query_all(&page_query(keys, plan, page)).await?;
     Ok(rows

@@ -148,7 +148,7 @@ pub(super) fn walk_candidates(
 pub(super) fn page_query(keys: SelectStatement, plan: Plan, page: PageRequest) -> SelectStatement {
     let last_name = match plan {
         Plan::UseFilterIndexes => Expr::cust(format!("{MATCHES}.last_name || ''")),
-        Plan::WalkSortIndex | Plan::WalkFilterIndex => {
+        Plan::WalkSortIndex | Plan::WalkFilterIndex | Plan::WalkNameRanges => {
             Expr::col((MATCHES, person::Column::LastName))
         }
     };
