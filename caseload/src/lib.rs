@@ -8,7 +8,7 @@
 //! - [`people_sync`]: people brought in from the school's records and kept in step;
 //!   [`people_import`]: the same from an uploaded CSV file, by a queue task.
 //! - [`search`]: the caseload search (filters, sort, server-side paging); [`name_ranges`]:
-//!   SQLite's counted name ranges, which find its deep pages of one status, kept small.
+//!   SQLite's counted name ranges, which find its deep pages of a status or a caseload.
 //! - [`seed`]: the deterministic demo/benchmark data generator.
 //! - [`statuses`]: program statuses.
 //! - [`access`]: the run_as rule (who may act on whom).

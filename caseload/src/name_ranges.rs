@@ -1,7 +1,8 @@
-//! SQLite's counted name ranges (ADR 0087): a deep page of one status starts its walk of the
-//! name index from the range where its offset falls, so the ranges are kept small. People
-//! arriving (an import, a seed) land in the ranges that exist, so a job cuts any range that
-//! has grown past twice [`RANGE_PEOPLE`] into pieces of that size, on one node at a time.
+//! SQLite's counted name ranges (ADR 0087): a deep page of a status or a caseload starts
+//! its walk of the name index from the range where its offset falls, so the ranges are kept
+//! small. People arriving (an import, a seed) land in the ranges that exist, so a job cuts
+//! any range that has grown past twice [`RANGE_PEOPLE`] into pieces of that size, on one
+//! node at a time.
 
 use std::time::Duration;
 

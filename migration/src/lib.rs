@@ -28,6 +28,7 @@ mod m20261129_000900_task_outcomes;
 mod m20261129_001000_no_watch_index_by_person;
 mod m20261207_001100_early_alerts_by_person;
 mod m20261209_001400_status_name_ranges;
+mod m20261209_001500_coach_name_ranges;
 
 /// Runs raw SQL statements in order: the backend-specific parts of migrations (triggers,
 /// partial and expression indexes, virtual tables) that SeaQuery's builder cannot express.
@@ -97,6 +98,7 @@ impl MigratorTrait for Migrator {
             Box::new(queue::schema::m20261207_001200_claims_by_quota::Migration),
             Box::new(queue::schema::m20261208_001300_claims_past_taken_entries::Migration),
             Box::new(m20261209_001400_status_name_ranges::Migration),
+            Box::new(m20261209_001500_coach_name_ranges::Migration),
         ]
     }
 }

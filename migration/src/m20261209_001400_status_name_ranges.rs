@@ -23,7 +23,7 @@ use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
 
 /// The triggers keeping `person_status_range` current.
-const TRIGGERS: [&str; 3] = [
+pub(crate) const TRIGGERS: [&str; 3] = [
     "person_status_range_insert",
     "person_status_range_delete",
     "person_status_range_update",
@@ -31,7 +31,7 @@ const TRIGGERS: [&str; 3] = [
 
 /// The range holding the person `row` (`new` or `old`): the last one starting at or before
 /// their sort key.
-fn range_of(row: &str) -> String {
+pub(crate) fn range_of(row: &str) -> String {
     format!(
         "(SELECT range_no FROM person_name_range \
           WHERE (last_name, first_name, id) <= ({row}.last_name, {row}.first_name, {row}.id) \
@@ -58,6 +58,54 @@ fn count_out(row: &str) -> String {
     )
 }
 
+/// `person_status_range`, empty.
+pub(crate) fn status_counts() -> [String; 2] {
+    [
+        "CREATE TABLE person_status_range (\
+             program_status TEXT NOT NULL, \
+             range_no INTEGER NOT NULL, \
+             people INTEGER NOT NULL, \
+             PRIMARY KEY (program_status, range_no)) WITHOUT ROWID"
+            .to_owned(),
+        // Splitting a range reads its counts of every status.
+        "CREATE INDEX idx_person_status_range_range ON person_status_range (range_no)".to_owned(),
+    ]
+}
+
+/// The triggers keeping `person_status_range` current, created.
+pub(crate) fn status_count_triggers() -> [String; 3] {
+    counting_triggers(
+        "person_status_range",
+        &["program_status", "last_name", "first_name"],
+        &count_in("new"),
+        &count_out("old"),
+    )
+}
+
+/// Triggers `{prefix}_insert`, `_delete` and `_update` running `count_in` for a person who
+/// arrives, `count_out` for one who leaves, and both for one whose `columns` change.
+pub(crate) fn counting_triggers(
+    prefix: &str,
+    columns: &[&str],
+    count_in: &str,
+    count_out: &str,
+) -> [String; 3] {
+    let changed = columns
+        .iter()
+        .map(|column| format!("old.{column} IS NOT new.{column}"))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    [
+        format!("CREATE TRIGGER {prefix}_insert AFTER INSERT ON person BEGIN {count_in} END"),
+        format!("CREATE TRIGGER {prefix}_delete AFTER DELETE ON person BEGIN {count_out} END"),
+        format!(
+            "CREATE TRIGGER {prefix}_update AFTER UPDATE OF {} ON person WHEN {changed} \
+             BEGIN {count_out} {count_in} END",
+            columns.join(", ")
+        ),
+    ]
+}
+
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -67,7 +115,7 @@ impl MigrationTrait for Migration {
         if manager.get_database_backend() != DatabaseBackend::Sqlite {
             return Ok(());
         }
-        let statements = vec![
+        let mut statements = vec![
             "CREATE TABLE person_name_range (\
                  range_no INTEGER PRIMARY KEY, \
                  last_name TEXT NOT NULL, \
@@ -77,41 +125,18 @@ impl MigrationTrait for Migration {
             "CREATE UNIQUE INDEX idx_person_name_range_start \
              ON person_name_range (last_name, first_name, id)"
                 .to_owned(),
-            "CREATE TABLE person_status_range (\
-                 program_status TEXT NOT NULL, \
-                 range_no INTEGER NOT NULL, \
-                 people INTEGER NOT NULL, \
-                 PRIMARY KEY (program_status, range_no)) WITHOUT ROWID"
-                .to_owned(),
-            // Splitting a range reads its counts of every status.
-            "CREATE INDEX idx_person_status_range_range ON person_status_range (range_no)"
-                .to_owned(),
             "INSERT INTO person_name_range (range_no, last_name, first_name, id) \
              VALUES (0, '', '', x'')"
                 .to_owned(),
+        ];
+        statements.extend(status_counts());
+        statements.push(
             "INSERT INTO person_status_range (program_status, range_no, people) \
              SELECT program_status, 0, COUNT(*) FROM person GROUP BY program_status"
                 .to_owned(),
-            format!(
-                "CREATE TRIGGER person_status_range_insert AFTER INSERT ON person BEGIN {} END",
-                count_in("new")
-            ),
-            format!(
-                "CREATE TRIGGER person_status_range_delete AFTER DELETE ON person BEGIN {} END",
-                count_out("old")
-            ),
-            format!(
-                "CREATE TRIGGER person_status_range_update \
-                 AFTER UPDATE OF program_status, last_name, first_name ON person \
-                 WHEN old.program_status IS NOT new.program_status \
-                   OR old.last_name IS NOT new.last_name \
-                   OR old.first_name IS NOT new.first_name \
-                 BEGIN {} {} END",
-                count_out("old"),
-                count_in("new")
-            ),
-            "DROP INDEX idx_person_status_name".to_owned(),
-        ];
+        );
+        statements.extend(status_count_triggers());
+        statements.push("DROP INDEX idx_person_status_name".to_owned());
         crate::execute_all(manager, statements).await
     }
 

@@ -103,21 +103,27 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, Error> {
     Ok(db)
 }
 
-/// Gives a SQLite copy the layout the floors were first measured on: the status's
-/// name-ordered index back, and no counted name ranges kept by triggers (migration
-/// `m20261209_001400` undone where it matters to a write; ADR 0087). Untimed.
+/// Gives a SQLite copy the layout the floors were first measured on: the status's and the
+/// coaches' name-ordered indexes back, and no counted name ranges kept by triggers
+/// (migrations `m20261209_001400` and `…_001500` undone where they matter to a write; ADR
+/// 0087). Untimed.
 pub async fn layout_before_name_ranges(db: &DatabaseConnection) -> Result<(), Error> {
     if db.get_database_backend() != DbBackend::Sqlite {
         return Ok(());
     }
     for trigger in ["insert", "delete", "update"] {
-        db.execute_unprepared(&format!("DROP TRIGGER person_status_range_{trigger}"))
+        db.execute_unprepared(&format!("DROP TRIGGER person_range_count_{trigger}"))
             .await?;
     }
-    db.execute_unprepared(
-        "CREATE INDEX idx_person_status_name ON person (program_status, last_name, first_name, id)",
-    )
-    .await?;
+    for (index, column) in [
+        ("idx_person_status_name", "program_status"),
+        ("idx_person_coach_name", "coach_id"),
+    ] {
+        db.execute_unprepared(&format!(
+            "CREATE INDEX {index} ON person ({column}, last_name, first_name, id)"
+        ))
+        .await?;
+    }
     db.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)")
         .await?;
     Ok(())

@@ -24,13 +24,13 @@ pub(crate) enum Plan {
     /// Walk the index of the ORDER BY (names, or the primary key) and test each row: on
     /// SQLite no filter term may offer an index.
     WalkSortIndex,
-    /// Walk the filter's own index, which lists its people in name order (coach, and status
-    /// on PostgreSQL, migration `m20261121_000022`): a deep page skips index entries of
+    /// PostgreSQL: walk the filter's own index, which lists its people in name order (status
+    /// and coach only, migration `m20261121_000022`): a deep page skips index entries of
     /// matches only, where walking the name index would test every row before it.
     WalkFilterIndex,
-    /// SQLite, a status alone: walk the name index from the counted name range where the
-    /// page starts (migration `m20261209_001400`), which took the place of the status's
-    /// name-ordered index there (ADR 0087).
+    /// SQLite, a status and/or a coach alone: walk the name index from the counted name
+    /// range where the page starts, which took the place of those name-ordered indexes
+    /// there (ADR 0087).
     WalkNameRanges,
 }
 
@@ -43,10 +43,8 @@ pub(crate) trait FilterShape {
     /// without it, if a name is given: a name search starts from that word's indexes.
     fn split_name_word(&self) -> Option<(String, PersonFilter)>;
     /// Whether the filter is a program status and/or a coach and nothing else: those have
-    /// indexes in name order, or SQLite's name ranges for a status.
+    /// indexes in name order (PostgreSQL) or counted name ranges (SQLite).
     fn only_status_or_coach(&self) -> bool;
-    /// The program status when it is the only criterion.
-    fn only_status(&self) -> Option<&str>;
     /// Whether a text criterion (name, email, contains), the watch list or open alerts
     /// narrow the search: filters whose matches need not be spread evenly through the
     /// alphabet.
@@ -77,16 +75,6 @@ impl FilterShape for PersonFilter {
         !self.has_text() && (self.program_status.is_some() || self.coach_id.is_some())
     }
 
-    fn only_status(&self) -> Option<&str> {
-        let alone = PersonFilter {
-            program_status: self.program_status.clone(),
-            ..PersonFilter::default()
-        };
-        (*self == alone)
-            .then_some(self.program_status.as_deref())
-            .flatten()
-    }
-
     fn has_text(&self) -> bool {
         self.name.is_some()
             || self.email.is_some()
@@ -108,10 +96,11 @@ pub(crate) fn choose_plan(filter: &PersonFilter, counted: u64, backend: DbBacken
         counted <= SORT_ALWAYS_MAX || (filter.has_text() && counted <= SORT_AFTER_FILTER_MAX);
     if sort_after_filter {
         Plan::UseFilterIndexes
-    } else if backend == DbBackend::Sqlite && filter.only_status().is_some() {
-        Plan::WalkNameRanges
     } else if filter.only_status_or_coach() {
-        Plan::WalkFilterIndex
+        match backend {
+            DbBackend::Sqlite => Plan::WalkNameRanges,
+            _ => Plan::WalkFilterIndex,
+        }
     } else {
         Plan::WalkSortIndex
     }

@@ -21,7 +21,8 @@
 //! - `task_notices`: who has been told of a task's end.
 //! - `uploads`: the files uploaded for people imports, stored in chunks.
 //! - `imports`: what an import records as it runs (school ids claimed, problems).
-//! - `name_ranges`: SQLite's counted name ranges, which find a deep page of one status.
+//! - `name_ranges`: SQLite's counted name ranges, which find a deep page of a status or a
+//!   caseload.
 //! - `search`: the caseload search's counts, pages and walk steps, and the SQL they build.
 //! - `users`: staff users.
 //! - `tokens`: personal API tokens.

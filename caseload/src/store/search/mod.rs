@@ -19,6 +19,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::name_ranges::RangedFilter;
 use crate::CaseloadError;
 use crate::search::COUNT_CAP;
 use crate::search::planner::{FilterShape, Plan, SORT_AFTER_FILTER_MAX};
@@ -117,9 +118,9 @@ pub(crate) async fn page_ids<C: ConnectionTrait>(
     plan: Plan,
     page: PageRequest,
 ) -> Result<Vec<Uuid>, CaseloadError> {
-    if let (Plan::WalkNameRanges, Some(status)) = (plan, filter.only_status()) {
+    if let (Plan::WalkNameRanges, Some(ranged)) = (plan, RangedFilter::of(filter)) {
         let offset = page.page.saturating_mul(page.page_size);
-        return super::name_ranges::status_page(db, status, offset, page.page_size).await;
+        return super::name_ranges::page(db, ranged, offset, page.page_size).await;
     }
     let keys = match_keys(backend, filter, plan)?;
     let rows = db.query_all(&page_query(keys, plan, page)).await?;
