@@ -22,12 +22,11 @@
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
 
-/// The triggers keeping `person_status_range` current.
-pub(crate) const TRIGGERS: [&str; 3] = [
-    "person_status_range_insert",
-    "person_status_range_delete",
-    "person_status_range_update",
-];
+/// The prefix of the triggers keeping `person_status_range` current.
+pub(crate) const STATUS_COUNT_TRIGGERS: &str = "person_status_range";
+
+/// What fires the triggers of [`counting_triggers`]: each is `{prefix}_{event}`.
+const COUNTING_EVENTS: [&str; 3] = ["insert", "delete", "update"];
 
 /// The range holding the person `row` (`new` or `old`): the last one starting at or before
 /// their sort key.
@@ -75,11 +74,19 @@ pub(crate) fn status_counts() -> [String; 2] {
 /// The triggers keeping `person_status_range` current, created.
 pub(crate) fn status_count_triggers() -> [String; 3] {
     counting_triggers(
-        "person_status_range",
+        STATUS_COUNT_TRIGGERS,
         &["program_status", "last_name", "first_name"],
         &count_in("new"),
         &count_out("old"),
     )
+}
+
+/// `DROP TRIGGER` for each of the triggers [`counting_triggers`] made with `prefix`.
+pub(crate) fn drop_counting_triggers(prefix: &str) -> Vec<String> {
+    COUNTING_EVENTS
+        .iter()
+        .map(|event| format!("DROP TRIGGER {prefix}_{event}"))
+        .collect()
 }
 
 /// Triggers `{prefix}_insert`, `_delete` and `_update` running `count_in` for a person who
@@ -144,7 +151,7 @@ impl MigrationTrait for Migration {
         if manager.get_database_backend() != DatabaseBackend::Sqlite {
             return Ok(());
         }
-        let mut statements = crate::drop_triggers(&TRIGGERS);
+        let mut statements = drop_counting_triggers(STATUS_COUNT_TRIGGERS);
         statements.extend([
             "DROP TABLE person_status_range".to_owned(),
             "DROP TABLE person_name_range".to_owned(),

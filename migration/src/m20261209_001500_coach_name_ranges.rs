@@ -16,12 +16,8 @@ use sea_orm_migration::sea_orm::DatabaseBackend;
 use crate::m20261209_001400_status_name_ranges as status_ranges;
 use status_ranges::range_of;
 
-/// The triggers keeping `person_range_count` current.
-const TRIGGERS: [&str; 3] = [
-    "person_range_count_insert",
-    "person_range_count_delete",
-    "person_range_count_update",
-];
+/// The prefix of the triggers keeping `person_range_count` current.
+const RANGE_COUNT_TRIGGERS: &str = "person_range_count";
 
 /// The coach key of the person `row`: their coach's id, or an empty key for none (a key
 /// column cannot be NULL).
@@ -59,7 +55,8 @@ impl MigrationTrait for Migration {
         if manager.get_database_backend() != DatabaseBackend::Sqlite {
             return Ok(());
         }
-        let mut statements = crate::drop_triggers(&status_ranges::TRIGGERS);
+        let mut statements =
+            status_ranges::drop_counting_triggers(status_ranges::STATUS_COUNT_TRIGGERS);
         statements.extend([
             "CREATE TABLE person_range_count (\
                  program_status TEXT NOT NULL, \
@@ -83,7 +80,7 @@ impl MigrationTrait for Migration {
             "DROP TABLE person_status_range".to_owned(),
         ]);
         statements.extend(status_ranges::counting_triggers(
-            "person_range_count",
+            RANGE_COUNT_TRIGGERS,
             &["program_status", "coach_id", "last_name", "first_name"],
             &count_in("new"),
             &count_out("old"),
@@ -96,7 +93,7 @@ impl MigrationTrait for Migration {
         if manager.get_database_backend() != DatabaseBackend::Sqlite {
             return Ok(());
         }
-        let mut statements = crate::drop_triggers(&TRIGGERS);
+        let mut statements = status_ranges::drop_counting_triggers(RANGE_COUNT_TRIGGERS);
         statements.extend(status_ranges::status_counts());
         statements.push(
             "INSERT INTO person_status_range (program_status, range_no, people) \
